@@ -1,0 +1,12 @@
+"""seamwatch: find where MCP Streamable HTTP streams break and resume badly."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("seamwatch")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+
+class SeamwatchError(Exception):
+    """Root of every error the analyzer raises on purpose."""

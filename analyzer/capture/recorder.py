@@ -1,0 +1,215 @@
+"""The recorder: turns what the proxy saw into schema-1 records (DESIGN.md §4).
+
+It knows nothing of mitmproxy: the addon hands it plain values. Everything here runs on the
+proxy's event loop, so it is cheap, redacts before queueing, and leaves I/O to the writer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from analyzer.capture.framing import DEFAULT_DECODE_CAP, DEFAULT_EVENT_CAP, ContentDecoder, EventFramer
+from analyzer.capture.redaction import Redactor
+from analyzer.records import StreamEndHow, body_from_bytes
+
+DEFAULT_BODY_CAP = 8 << 20
+
+Headers = Sequence[tuple[str, str]]
+
+
+class Sink(Protocol):
+    """Where records go: the writer's queue."""
+
+    def submit(self, record: dict[str, object]) -> None: ...
+
+    def count_redacted(self, n: int) -> None: ...
+
+
+def _stamp(kind: str) -> dict[str, object]:
+    return {"kind": kind, "ts_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}
+
+
+def header_value(headers: Headers, name: str) -> str | None:
+    """The first value of a header, matched case-insensitively."""
+    name = name.lower()
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+def is_event_stream(headers: Headers) -> bool:
+    """True when the response's Content-Type is text/event-stream (parameters ignored)."""
+    ctype = header_value(headers, "content-type") or ""
+    return ctype.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+class StreamTap:
+    """Records one streamed response: decoded bytes cut at event boundaries, then its end."""
+
+    def __init__(self, recorder: Recorder, flow: str, content_encoding: str | None) -> None:
+        self.recorder = recorder
+        self.flow = flow
+        self.content_encoding = content_encoding
+        self.decoder = ContentDecoder(content_encoding, recorder.decode_cap)
+        self.framer = EventFramer(recorder.event_cap)
+        self.n = 0
+        self.ended = False
+
+    def feed(self, raw: bytes) -> None:
+        """Record the events that this raw (still encoded) chunk completes."""
+        was_capped = self.decoder.capped
+        decoded = self.decoder.decode(raw)
+        complete = self.framer.feed(decoded)
+        if complete or (self.decoder.capped and not was_capped):
+            self._chunk(complete, unterminated=False)
+
+    def end(self, how: StreamEndHow, error: str | None = None) -> None:
+        """Record the unterminated tail, if any, and how the HTTP response ended."""
+        if self.ended:
+            return
+        self.ended = True
+        tail = self.framer.flush()
+        if tail:
+            self._chunk(tail, unterminated=True)
+        if self.decoder.failed and not error:
+            error = self.decoder.failed
+        self.recorder.stream_end(self.flow, how, error)
+
+    def _chunk(self, data: bytes, *, unterminated: bool) -> None:
+        rec = self.recorder
+        if rec.redactor.enabled and data:
+            text, count = rec.redactor.text(data.decode("utf-8", "surrogateescape"))
+            if count:
+                data = text.encode("utf-8", "surrogateescape")
+                rec.sink.count_redacted(count)
+        record = _stamp("chunk")
+        record["flow"] = self.flow
+        record["n"] = self.n
+        record["content_encoding"] = self.content_encoding
+        record["data"] = body_from_bytes(data)
+        if self.decoder.capped:
+            record["decompress_capped"] = True
+        if unterminated:
+            record["unterminated"] = True
+        self.n += 1
+        rec.sink.submit(record)
+
+
+class Recorder:
+    """Builds records from HTTP exchanges and hands them, redacted, to the sink."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        redactor: Redactor,
+        *,
+        replica_header: str | None = None,
+        body_cap: int = DEFAULT_BODY_CAP,
+        event_cap: int = DEFAULT_EVENT_CAP,
+        decode_cap: int = DEFAULT_DECODE_CAP,
+    ) -> None:
+        self.sink = sink
+        self.redactor = redactor
+        self.replica_header = replica_header
+        self.body_cap = body_cap
+        self.event_cap = event_cap
+        self.decode_cap = decode_cap
+
+    def _headers(self, headers: Headers) -> list[tuple[str, str]]:
+        out, count = self.redactor.headers(list(headers))
+        if count:
+            self.sink.count_redacted(count)
+        return out
+
+    def _body(self, body: bytes | None) -> dict[str, object] | None:
+        if body is None:
+            return None
+        if self.redactor.enabled and body:
+            text, count = self.redactor.text(body.decode("utf-8", "surrogateescape"))
+            if count:
+                body = text.encode("utf-8", "surrogateescape")
+                self.sink.count_redacted(count)
+        return body_from_bytes(body, self.body_cap)
+
+    def request(
+        self,
+        flow: str,
+        *,
+        method: str,
+        scheme: str,
+        authority: str,
+        path: str,
+        http_version: str,
+        headers: Headers,
+        client: str,
+        upstream: str | None,
+        body: bytes | None,
+    ) -> None:
+        """Record a request with its (decoded) body."""
+        path, count = self.redactor.path(path)
+        if count:
+            self.sink.count_redacted(count)
+        record = _stamp("request")
+        record.update(
+            flow=flow,
+            method=method,
+            scheme=scheme,
+            authority=authority,
+            path=path,
+            http_version=http_version,
+            headers=self._headers(headers),
+            client=client,
+            upstream=upstream,
+            body=self._body(body),
+        )
+        self.sink.submit(record)
+
+    def response(
+        self,
+        flow: str,
+        *,
+        status: int,
+        http_version: str,
+        headers: Headers,
+        upstream: str | None,
+        body: bytes | None,
+        streamed: bool,
+    ) -> StreamTap | None:
+        """Record a response; a streamed one returns the tap that records its chunks."""
+        replica: str | None = None
+        source: str | None = None
+        if self.replica_header:
+            replica = header_value(headers, self.replica_header)
+            source = "header" if replica is not None else None
+        if replica is None and upstream is not None:
+            replica, source = upstream, "upstream"
+        record = _stamp("response")
+        record.update(
+            flow=flow,
+            status=status,
+            http_version=http_version,
+            headers=self._headers(headers),
+            replica=replica,
+            replica_source=source,
+            streamed=streamed,
+            body=None if streamed else self._body(body),
+        )
+        self.sink.submit(record)
+        if not streamed:
+            return None
+        return StreamTap(self, flow, header_value(headers, "content-encoding"))
+
+    def stream_end(self, flow: str, how: StreamEndHow, error: str | None = None) -> None:
+        """Record how an HTTP response ended (or why none came)."""
+        record = _stamp("stream_end")
+        record.update(flow=flow, how=how, error=error)
+        self.sink.submit(record)
+
+    def server_unreachable(self, upstream: str, error: str, flow: str | None = None) -> None:
+        """Record a failed connection to the upstream."""
+        record = _stamp("server_unreachable")
+        record.update(upstream=upstream, error=error, flow=flow)
+        self.sink.submit(record)

@@ -1,0 +1,155 @@
+"""The `seamwatch` command line (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from analyzer import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: exit 2 with a one-line reason."""
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _upstream(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http(s) URL, got {value!r}")
+    return value
+
+
+def _cmd_proxy(args: argparse.Namespace) -> int:
+    from addons import proxy
+
+    host, port = args.listen
+    out = Path(args.out)
+    if not args.no_redact:
+        redact = True
+    else:
+        print("seamwatch: --no-redact: credentials will be written to disk", file=sys.stderr)
+        redact = False
+    argv = proxy.mitmdump_args(
+        upstream=args.upstream,
+        listen_host=host,
+        listen_port=port,
+        out=out,
+        replica_header=args.replica_header,
+        client_header=args.client_header,
+        redact=redact,
+    )
+    print(
+        f"seamwatch proxy: http://{host}:{port} -> {args.upstream}, capturing to {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return proxy.run(argv)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from analyzer.report.run import analyze_command
+
+    return analyze_command(args)
+
+
+def _cmd_lab(args: argparse.Namespace) -> int:
+    from lab.cli import main as lab_main
+
+    return lab_main(args.lab_args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from lab.demo import main as demo_main
+
+    return demo_main(Path(args.out) if args.out else None)
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from dashboards.launch import launch
+
+    return launch(args.path, port=args.port, address=args.address)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="seamwatch",
+        description="Find where MCP Streamable HTTP streams break and resume badly.",
+    )
+    parser.add_argument("--version", action="version", version=f"seamwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("proxy", help="record traffic to an MCP server (reverse proxy)")
+    p.add_argument("--upstream", required=True, type=_upstream, help="the MCP server's base URL")
+    p.add_argument(
+        "--listen",
+        type=_listen,
+        default=("127.0.0.1", 8080),
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8080)",
+    )
+    p.add_argument("--out", default="seamwatch-capture", help="capture directory")
+    p.add_argument("--replica-header", metavar="NAME", help="response header naming the replica")
+    p.add_argument("--client-header", metavar="NAME", help="request header naming the client")
+    p.add_argument(
+        "--no-redact", action="store_true", help="write credentials to disk unredacted"
+    )
+    p.set_defaults(func=_cmd_proxy)
+
+    a = sub.add_parser("analyze", help="analyze captures, dumps or HAR files")
+    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.add_argument("--format", choices=("table", "json", "junit", "sarif"), default="table")
+    a.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
+    a.add_argument("--fail-on", default="medium", metavar="SEVERITY|none")
+    a.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
+    a.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
+    a.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
+    a.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
+    a.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
+    a.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    a.set_defaults(func=_cmd_analyze)
+
+    d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
+    d.add_argument("path", nargs="?", default=None, metavar="PATH")
+    d.add_argument("--port", type=int, default=8501)
+    d.add_argument("--address", default="127.0.0.1")
+    d.set_defaults(func=_cmd_dashboard)
+
+    lab = sub.add_parser("lab", help="run the fault-injection lab", add_help=False)
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER)
+    lab.set_defaults(func=_cmd_lab)
+
+    demo = sub.add_parser("demo", help="run the lab scenarios and analyze them")
+    demo.add_argument("--out", metavar="DIR", help="where to keep the scenarios' captures")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `seamwatch` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except UsageError as e:
+        print(f"seamwatch: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

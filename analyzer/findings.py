@@ -1,0 +1,393 @@
+"""Findings: what detectors report, as rows of one Polars schema (DESIGN.md §5).
+
+A finding names the failure (`detector`, `severity`, `title`, `detail`), where it happened
+(`session`, `era`, `first_ts`, `last_ts`) and its evidence (`flow_ids`, `stream_ids`,
+`event_ids`, `request_ids`), and carries a `fingerprint` that stays the same when the same fault
+is analysed again (see `fingerprint`).
+
+Detectors return a LazyFrame of the columns they know and the runner passes it through
+`as_findings`, which fills the rest, computes the fingerprint and fixes the schema. Code that
+builds findings in Python (the runner's `analysis-error` rows, `capture-health`, tests) uses
+`findings_frame`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import functools
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import polars as pl
+
+from analyzer import SeamwatchError
+from analyzer.canonical import canonical_json
+
+__all__ = [
+    "EVIDENCE_COLUMNS",
+    "FINDINGS_SCHEMA",
+    "FINGERPRINT_EXTRA",
+    "FINGERPRINT_VERSION",
+    "SEVERITY_DTYPE",
+    "FindingsSchemaError",
+    "Severity",
+    "as_findings",
+    "empty_findings",
+    "findings_frame",
+    "fingerprint",
+    "finish_findings",
+    "validate_findings",
+]
+
+
+class FindingsSchemaError(SeamwatchError):
+    """A findings frame that does not have the schema of DESIGN.md §5."""
+
+
+@functools.total_ordering
+class Severity(enum.Enum):
+    """How bad a finding is (DESIGN.md §5); members order by rank: info < low < medium < high.
+
+    - high: data was lost, duplicated or executed twice, or a spec MUST was broken in a way
+      that can do that;
+    - medium: the conditions for such a failure are present (a resume that worked by luck);
+    - low: suspicious but often benign;
+    - info: context (capture health, notes).
+    """
+
+    INFO = "info"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def meaning(self) -> str:
+        """The level in words, as the class docstring defines it."""
+        return _MEANING[self]
+
+    @property
+    def rank(self) -> int:
+        """0 for info up to 3 for high."""
+        return _RANK[self]
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank < other.rank
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """The severity named `text` (case-insensitive); ValueError names the choices."""
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            choices = ", ".join(s.value for s in cls)
+            raise ValueError(f"unknown severity {text!r} (expected one of {choices})") from None
+
+
+_MEANING: Final = {
+    Severity.HIGH: "Data was lost, duplicated or executed twice, or a spec MUST was broken in a "
+    "way that can do that.",
+    Severity.MEDIUM: "The conditions for a loss, duplicate or double execution are present (a "
+    "resume that worked by luck).",
+    Severity.LOW: "Suspicious but often benign.",
+    Severity.INFO: "Context: capture health, notes.",
+}
+_RANK: Final = {severity: rank for rank, severity in enumerate(Severity)}
+
+#: Polars dtype of `severity`: an Enum, so it sorts and compares by rank, not alphabetically.
+SEVERITY_DTYPE: Final = pl.Enum([s.value for s in Severity])
+
+EVIDENCE_COLUMNS: Final = ("flow_ids", "stream_ids", "event_ids", "request_ids")
+
+_TS: Final = pl.Datetime("ns", "UTC")
+_STR: Final = pl.String()
+_IDS: Final = pl.List(pl.String())
+
+#: The one schema of a findings frame (DESIGN.md §5), in this column order.
+FINDINGS_SCHEMA: Final = pl.Schema(
+    {
+        # the detector id, e.g. "duplicate-event-id"
+        "detector": _STR,
+        "severity": SEVERITY_DTYPE,
+        # tagged session key of §2 (mcp:…, legacy:…, anon:…, client:…); null when the finding
+        # is about the run or an input file rather than a session
+        "session": _STR,
+        # wire era of the session (e.g. "2025-06-18"), null when unknown or not applicable
+        "era": _STR,
+        "title": _STR,
+        # what happened, where (replica, stream), and what to change
+        "detail": _STR,
+        # evidence, each in the detector's order (wire order where it has one), no nulls
+        "flow_ids": _IDS,
+        # a stream id is the flow id of the response that opened the logical stream (§2)
+        "stream_ids": _IDS,
+        "event_ids": _IDS,
+        # JSON-RPC ids as the timeline writes them
+        "request_ids": _IDS,
+        "first_ts": _TS,
+        "last_ts": _TS,
+        "fingerprint": _STR,
+    }
+)
+
+#: Bumped when what the fingerprint hashes changes, so old and new fingerprints never meet.
+FINGERPRINT_VERSION: Final = 1
+
+#: Optional column of a detector's frame: more stable evidence for the fingerprint (a tool
+#: name, a warning kind) when event and request ids alone would not tell two findings apart.
+#: Consumed by `as_findings`, never part of the findings schema.
+FINGERPRINT_EXTRA: Final = "fingerprint_extra"
+
+_REQUIRED: Final = ("title", "detail")
+
+
+def fingerprint(
+    detector: str,
+    session: str | None,
+    *,
+    event_ids: Iterable[str] = (),
+    request_ids: Iterable[str] = (),
+    extra: Iterable[str] = (),
+) -> str:
+    """A stable 32-hex-digit id of a finding, for deduplication across runs and SARIF.
+
+    It hashes the detector id, the session key and the evidence ids that name the fault itself:
+    event ids (chosen by the server) and request ids (chosen by the client), each as a sorted
+    set, plus `extra` stable keys. It never hashes flow ids, paths or times (DESIGN.md §5):
+    those change when the same traffic is re-read, merged with another capture or converted to
+    HAR. Stream ids are left out for the same reason: a stream id *is* a flow id (the flow of
+    the response that opened the stream, §2).
+    """
+    basis = [
+        FINGERPRINT_VERSION,
+        detector,
+        session,
+        sorted(set(event_ids)),
+        sorted(set(request_ids)),
+        sorted(set(extra)),
+    ]
+    text = canonical_json(basis).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
+def empty_findings() -> pl.DataFrame:
+    """A findings frame with no rows."""
+    return pl.DataFrame(schema=FINDINGS_SCHEMA)
+
+
+def findings_frame(rows: Iterable[Mapping[str, object]]) -> pl.DataFrame:
+    """Build a findings frame from Python rows, computing each row's fingerprint.
+
+    Each row needs `detector`, `severity` (a Severity or its name), `title` and `detail`; the
+    others default to null (session, era, times) or empty (evidence). Times are timezone-aware
+    datetimes or ints of ns since the epoch. A row may carry `fingerprint_extra` (see
+    FINGERPRINT_EXTRA). Unknown keys are a FindingsSchemaError.
+    """
+    columns: dict[str, list[object]] = {name: [] for name in FINDINGS_SCHEMA}
+    for row in rows:
+        unknown = set(row) - set(FINDINGS_SCHEMA) - {FINGERPRINT_EXTRA}
+        if unknown:
+            raise FindingsSchemaError(f"unknown finding fields: {', '.join(sorted(unknown))}")
+        for name in ("detector", "severity", *_REQUIRED):
+            if row.get(name) is None:
+                raise FindingsSchemaError(f"a finding needs {name!r}")
+        detector = _text(row, "detector")
+        session = row.get("session")
+        if session is not None and not isinstance(session, str):
+            raise FindingsSchemaError(f"session must be a str, not {type(session).__name__}")
+        evidence = {name: _ids(row, name) for name in EVIDENCE_COLUMNS}
+        severity = row["severity"]
+        columns["detector"].append(detector)
+        columns["severity"].append(
+            severity.value
+            if isinstance(severity, Severity)
+            else Severity.parse(str(severity)).value
+        )
+        columns["session"].append(session)
+        columns["era"].append(row.get("era"))
+        columns["title"].append(_text(row, "title"))
+        columns["detail"].append(_text(row, "detail"))
+        for name, ids in evidence.items():
+            columns[name].append(ids)
+        columns["first_ts"].append(_ns(row.get("first_ts")))
+        columns["last_ts"].append(_ns(row.get("last_ts")))
+        columns["fingerprint"].append(
+            fingerprint(
+                detector,
+                session,
+                event_ids=evidence["event_ids"],
+                request_ids=evidence["request_ids"],
+                extra=_ids(row, FINGERPRINT_EXTRA),
+            )
+        )
+    raw = pl.Schema({**FINDINGS_SCHEMA, "first_ts": pl.Int64(), "last_ts": pl.Int64()})
+    frame = pl.DataFrame(columns, schema=raw)
+    return frame.with_columns(pl.col("first_ts", "last_ts").cast(_TS))
+
+
+def as_findings(lf: pl.LazyFrame, *, detector: str, severity: Severity) -> pl.LazyFrame:
+    """Conform a detector's output to FINDINGS_SCHEMA and add the fingerprint.
+
+    The frame must have `title` and `detail`; `severity` (a name or SEVERITY_DTYPE; null rows
+    take the default `severity`), `session`, `era`, the evidence lists and the times are
+    optional, as is `fingerprint_extra` (list of str). `detector` and `fingerprint` are set
+    here. Times may be datetimes in any zone (naive ones are taken as UTC) or ints of ns since
+    the epoch. Any other column is a FindingsSchemaError: a misspelt evidence column must not
+    pass unnoticed.
+    """
+    schema = lf.collect_schema()
+    known = set(FINDINGS_SCHEMA) | {FINGERPRINT_EXTRA}
+    unknown = [name for name in schema if name not in known]
+    if unknown:
+        raise FindingsSchemaError(f"{detector}: unknown finding columns: {', '.join(unknown)}")
+    missing = [name for name in _REQUIRED if name not in schema]
+    if missing:
+        raise FindingsSchemaError(f"{detector}: missing finding columns: {', '.join(missing)}")
+
+    def text(name: str) -> pl.Expr:
+        if name in schema:
+            return pl.col(name).cast(pl.String)
+        return pl.lit(None, dtype=pl.String).alias(name)
+
+    def ids(name: str) -> pl.Expr:
+        if name not in schema:
+            return pl.lit([], dtype=pl.List(pl.String)).alias(name)
+        return (
+            pl.col(name)
+            .cast(pl.List(pl.String))
+            .list.drop_nulls()
+            .list.unique(maintain_order=True)
+            .fill_null(pl.lit([], dtype=pl.List(pl.String)))
+        )
+
+    def ts(name: str) -> pl.Expr:
+        if name not in schema:
+            return pl.lit(None, dtype=_TS).alias(name)
+        dtype = schema[name]
+        col = pl.col(name)
+        if isinstance(dtype, pl.Datetime):
+            if dtype.time_zone is None:
+                col = col.dt.replace_time_zone("UTC")
+            elif dtype.time_zone != "UTC":
+                col = col.dt.convert_time_zone("UTC")
+        return col.cast(_TS)
+
+    if "severity" in schema:
+        level = pl.col("severity").cast(pl.String).cast(SEVERITY_DTYPE)
+        level = level.fill_null(pl.lit(severity.value, dtype=SEVERITY_DTYPE))
+    else:
+        level = pl.lit(severity.value, dtype=SEVERITY_DTYPE).alias("severity")
+
+    conformed = lf.select(
+        pl.lit(detector, dtype=pl.String).alias("detector"),
+        level,
+        text("session"),
+        text("era"),
+        text("title"),
+        text("detail"),
+        *(ids(name) for name in EVIDENCE_COLUMNS),
+        ts("first_ts"),
+        ts("last_ts"),
+        ids(FINGERPRINT_EXTRA),
+    )
+    key = pl.struct("detector", "session", "event_ids", "request_ids", FINGERPRINT_EXTRA)
+    return conformed.with_columns(
+        key.map_batches(_fingerprints, return_dtype=pl.String).alias("fingerprint")
+    ).select(FINDINGS_SCHEMA.names())
+
+
+def validate_findings(df: pl.DataFrame) -> pl.DataFrame:
+    """Return `df` unchanged if it is a findings frame, else raise FindingsSchemaError."""
+    if df.schema != FINDINGS_SCHEMA:
+        want = ", ".join(f"{k}: {v}" for k, v in FINDINGS_SCHEMA.items())
+        got = ", ".join(f"{k}: {v}" for k, v in df.schema.items())
+        raise FindingsSchemaError(f"findings schema mismatch: want {{{want}}}, got {{{got}}}")
+    not_null = ("detector", "severity", "title", "detail", *EVIDENCE_COLUMNS, "fingerprint")
+    nulls = [name for name in not_null if df[name].null_count()]
+    if nulls:
+        raise FindingsSchemaError(f"null values in finding columns: {', '.join(nulls)}")
+    return df
+
+
+#: The report order: worst first, then by detector, session and time. Nulls sort first.
+_ORDER: Final = ("severity", "detector", "session", "first_ts", "last_ts", "fingerprint")
+
+
+def finish_findings(df: pl.DataFrame) -> pl.DataFrame:
+    """Sort findings into report order and make every fingerprint unique.
+
+    Two findings whose fingerprints collide (same detector, session and evidence ids) keep the
+    first fingerprint for the earliest and get `~2`, `~3`… in time order; the order never
+    depends on the order detectors ran in.
+    """
+    validate_findings(df)
+    tie_break = [pl.col(name).list.join("\x1f") for name in EVIDENCE_COLUMNS]
+    df = df.sort(
+        ["fingerprint", "first_ts", "last_ts", "title", "detail", *tie_break],
+        nulls_last=False,
+        maintain_order=True,
+    )
+    ordinal = pl.int_range(pl.len()).over("fingerprint")
+    df = df.with_columns(
+        pl.when(ordinal == 0)
+        .then(pl.col("fingerprint"))
+        .otherwise(pl.col("fingerprint") + "~" + (ordinal + 1).cast(pl.String))
+        .alias("fingerprint")
+    )
+    descending = [name == "severity" for name in _ORDER]
+    return df.sort(list(_ORDER), descending=descending, nulls_last=False, maintain_order=True)
+
+
+def _fingerprints(keys: pl.Series) -> pl.Series:
+    """Map a struct Series of fingerprint inputs to fingerprints."""
+    out = [
+        fingerprint(
+            row["detector"],
+            row["session"],
+            event_ids=row["event_ids"],
+            request_ids=row["request_ids"],
+            extra=row[FINGERPRINT_EXTRA],
+        )
+        for row in keys.to_list()
+    ]
+    return pl.Series(out, dtype=pl.String)
+
+
+def _text(row: Mapping[str, object], name: str) -> str:
+    value = row[name]
+    if not isinstance(value, str):
+        raise FindingsSchemaError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def _ids(row: Mapping[str, object], name: str) -> list[str]:
+    value = row.get(name)
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise FindingsSchemaError(f"{name} must be a list of str")
+    out: dict[str, None] = {}  # a dict keeps first-seen order
+    for item in value:
+        if not isinstance(item, str):
+            raise FindingsSchemaError(f"{name} must hold str, not {type(item).__name__}")
+        out[item] = None
+    return list(out)
+
+
+def _ns(value: object) -> int | None:
+    """ns since the epoch of a time given as an aware datetime or an int of ns."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise FindingsSchemaError("a time must be a datetime or ns since the epoch")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise FindingsSchemaError("finding times must be timezone-aware")
+        delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+    raise FindingsSchemaError(f"a time must be a datetime or int ns, not {type(value).__name__}")

@@ -1,0 +1,1 @@
+"""Scripted lab clients: official-SDK clients and raw httpx clients."""

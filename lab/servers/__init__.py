@@ -1,0 +1,1 @@
+"""Lab servers: the official-SDK server, its event store, and purpose-built servers."""

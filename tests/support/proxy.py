@@ -1,0 +1,92 @@
+"""Run the real `seamwatch proxy` (mitmdump + the capture addon) as a subprocess on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"proxy exited with {proc.returncode}: {err[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"proxy did not listen on {port} within {timeout}s")
+
+
+class Proxy:
+    """A running proxy: its URL, capture directory and process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, out: Path) -> None:
+        self.proc, self.port, self.out = proc, port, out
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@contextmanager
+def run_proxy(
+    upstream: str, out: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[Proxy]:
+    """`seamwatch proxy` in front of `upstream`, stopped by its pid (SIGTERM) at exit."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", upstream]
+    cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(out), *extra]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    proxy = Proxy(proc, port, out)
+    try:
+        wait_port(port, proc)
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    """Every whole record in a capture directory, in seq order (a torn last line is skipped)."""
+    records = []
+    for path in sorted(out.glob("capture-*.jsonl*")):
+        for line in path.read_bytes().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    return sorted(records, key=lambda r: r["seq"])
