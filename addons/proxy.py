@@ -33,6 +33,10 @@ def mitmdump_args(
         f"seamwatch_upstream={upstream}",
         "--set",
         f"seamwatch_redact={'true' if redact else 'false'}",
+        # Connect upstream per request, so an unreachable server gets the client a 502
+        # (recorded as such) instead of a silently closed connection.
+        "--set",
+        "connection_strategy=lazy",
         # Print nothing per flow: the capture files are the record.
         "--set",
         "flow_detail=0",

@@ -32,6 +32,7 @@ from analyzer.records import SCHEMA, StreamEndHow  # noqa: E402
 
 log = logging.getLogger(__name__)
 
+
 def _addr(address: object) -> str | None:
     if isinstance(address, tuple) and len(address) >= 2:
         host, port = address[0], address[1]

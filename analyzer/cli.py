@@ -103,9 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="seamwatch-capture", help="capture directory")
     p.add_argument("--replica-header", metavar="NAME", help="response header naming the replica")
     p.add_argument("--client-header", metavar="NAME", help="request header naming the client")
-    p.add_argument(
-        "--no-redact", action="store_true", help="write credentials to disk unredacted"
-    )
+    p.add_argument("--no-redact", action="store_true", help="write credentials to disk unredacted")
     p.set_defaults(func=_cmd_proxy)
 
     a = sub.add_parser("analyze", help="analyze captures, dumps or HAR files")

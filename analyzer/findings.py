@@ -6,9 +6,10 @@ A finding names the failure (`detector`, `severity`, `title`, `detail`), where i
 is analysed again (see `fingerprint`).
 
 Detectors return a LazyFrame of the columns they know and the runner passes it through
-`as_findings`, which fills the rest, computes the fingerprint and fixes the schema. Code that
-builds findings in Python (the runner's `analysis-error` rows, `capture-health`, tests) uses
-`findings_frame`.
+`as_findings`, which fills the rest, computes the fingerprint and fixes the schema. A detector
+that builds rows in Python returns `finding_rows(rows)`; code outside the runner that needs a
+finished frame from Python rows (the runner's `analysis-error` rows, tests) uses
+`findings_frame`. `finish_findings` puts a run's findings in report order.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "Severity",
     "as_findings",
     "empty_findings",
+    "finding_rows",
     "findings_frame",
     "fingerprint",
     "finish_findings",
@@ -125,7 +127,8 @@ FINDINGS_SCHEMA: Final = pl.Schema(
         # a stream id is the flow id of the response that opened the logical stream (§2)
         "stream_ids": _IDS,
         "event_ids": _IDS,
-        # JSON-RPC ids as the timeline writes them
+        # JSON-RPC ids as canonical JSON text, as the timeline's `rpc_id`: 7 -> "7",
+        # "7" -> "\"7\"", so a number and a string id never meet
         "request_ids": _IDS,
         "first_ts": _TS,
         "last_ts": _TS,
@@ -178,74 +181,84 @@ def empty_findings() -> pl.DataFrame:
     return pl.DataFrame(schema=FINDINGS_SCHEMA)
 
 
-def findings_frame(rows: Iterable[Mapping[str, object]]) -> pl.DataFrame:
-    """Build a findings frame from Python rows, computing each row's fingerprint.
+def finding_rows(rows: Iterable[Mapping[str, object]]) -> pl.LazyFrame:
+    """A detector's findings built in Python, as the LazyFrame `as_findings` takes.
 
-    Each row needs `detector`, `severity` (a Severity or its name), `title` and `detail`; the
-    others default to null (session, era, times) or empty (evidence). Times are timezone-aware
-    datetimes or ints of ns since the epoch. A row may carry `fingerprint_extra` (see
-    FINGERPRINT_EXTRA). Unknown keys are a FindingsSchemaError.
+    Rows are mappings of finding fields: `title` and `detail` are required; `detector` and
+    `severity` (a Severity or its name) may be left to the runner; `session`, `era` and the
+    times default to null, evidence to empty. Times are timezone-aware datetimes or ints of ns
+    since the epoch. A row may carry `fingerprint_extra` (see FINGERPRINT_EXTRA); a
+    `fingerprint` key is not allowed (it is computed). Unknown keys are a FindingsSchemaError.
     """
-    columns: dict[str, list[object]] = {name: [] for name in FINDINGS_SCHEMA}
+    names = [name for name in FINDINGS_SCHEMA if name != "fingerprint"]
+    columns: dict[str, list[object]] = {name: [] for name in [*names, FINGERPRINT_EXTRA]}
     for row in rows:
-        unknown = set(row) - set(FINDINGS_SCHEMA) - {FINGERPRINT_EXTRA}
+        unknown = set(row) - set(columns)
         if unknown:
             raise FindingsSchemaError(f"unknown finding fields: {', '.join(sorted(unknown))}")
-        for name in ("detector", "severity", *_REQUIRED):
+        for name in _REQUIRED:
+            columns[name].append(_text(row, name))
+        for name in ("detector", "session", "era"):
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                raise FindingsSchemaError(f"{name} must be a str, not {type(value).__name__}")
+            columns[name].append(value)
+        severity = row.get("severity")
+        if severity is not None and not isinstance(severity, Severity):
+            severity = Severity.parse(str(severity))
+        columns["severity"].append(None if severity is None else severity.value)
+        for name in (*EVIDENCE_COLUMNS, FINGERPRINT_EXTRA):
+            columns[name].append(_ids(row, name))
+        for name in ("first_ts", "last_ts"):
+            columns[name].append(_ns(row.get(name)))
+    schema = pl.Schema(
+        {
+            **{name: FINDINGS_SCHEMA[name] for name in names},
+            "first_ts": pl.Int64(),
+            "last_ts": pl.Int64(),
+            FINGERPRINT_EXTRA: _IDS,
+        }
+    )
+    return pl.LazyFrame(columns, schema=schema).with_columns(
+        pl.col("first_ts", "last_ts").cast(_TS)
+    )
+
+
+def findings_frame(rows: Iterable[Mapping[str, object]]) -> pl.DataFrame:
+    """A findings frame from Python rows (as `finding_rows` takes them), fingerprints computed.
+
+    Unlike a detector's rows, each row here must name its `detector` and `severity`.
+    """
+    rows = list(rows)
+    for row in rows:
+        for name in ("detector", "severity"):
             if row.get(name) is None:
                 raise FindingsSchemaError(f"a finding needs {name!r}")
-        detector = _text(row, "detector")
-        session = row.get("session")
-        if session is not None and not isinstance(session, str):
-            raise FindingsSchemaError(f"session must be a str, not {type(session).__name__}")
-        evidence = {name: _ids(row, name) for name in EVIDENCE_COLUMNS}
-        severity = row["severity"]
-        columns["detector"].append(detector)
-        columns["severity"].append(
-            severity.value
-            if isinstance(severity, Severity)
-            else Severity.parse(str(severity)).value
-        )
-        columns["session"].append(session)
-        columns["era"].append(row.get("era"))
-        columns["title"].append(_text(row, "title"))
-        columns["detail"].append(_text(row, "detail"))
-        for name, ids in evidence.items():
-            columns[name].append(ids)
-        columns["first_ts"].append(_ns(row.get("first_ts")))
-        columns["last_ts"].append(_ns(row.get("last_ts")))
-        columns["fingerprint"].append(
-            fingerprint(
-                detector,
-                session,
-                event_ids=evidence["event_ids"],
-                request_ids=evidence["request_ids"],
-                extra=_ids(row, FINGERPRINT_EXTRA),
-            )
-        )
-    raw = pl.Schema({**FINDINGS_SCHEMA, "first_ts": pl.Int64(), "last_ts": pl.Int64()})
-    frame = pl.DataFrame(columns, schema=raw)
-    return frame.with_columns(pl.col("first_ts", "last_ts").cast(_TS))
+    return validate_findings(as_findings(finding_rows(rows)).collect())
 
 
-def as_findings(lf: pl.LazyFrame, *, detector: str, severity: Severity) -> pl.LazyFrame:
+def as_findings(
+    lf: pl.LazyFrame, *, detector: str | None = None, severity: Severity | None = None
+) -> pl.LazyFrame:
     """Conform a detector's output to FINDINGS_SCHEMA and add the fingerprint.
 
     The frame must have `title` and `detail`; `severity` (a name or SEVERITY_DTYPE; null rows
     take the default `severity`), `session`, `era`, the evidence lists and the times are
-    optional, as is `fingerprint_extra` (list of str). `detector` and `fingerprint` are set
-    here. Times may be datetimes in any zone (naive ones are taken as UTC) or ints of ns since
-    the epoch. Any other column is a FindingsSchemaError: a misspelt evidence column must not
+    optional, as is `fingerprint_extra` (list of str). `detector`, when given, replaces the
+    frame's own column (the runner's word on which detector found it wins); without it the
+    frame must carry one. `fingerprint` is always computed here, any given one dropped. Times
+    may be datetimes in any zone (naive ones are taken as UTC) or ints of ns since the epoch.
+    Any other column is a FindingsSchemaError: a misspelt evidence column must not
     pass unnoticed.
     """
     schema = lf.collect_schema()
     known = set(FINDINGS_SCHEMA) | {FINGERPRINT_EXTRA}
     unknown = [name for name in schema if name not in known]
     if unknown:
-        raise FindingsSchemaError(f"{detector}: unknown finding columns: {', '.join(unknown)}")
+        raise FindingsSchemaError(f"unknown finding columns: {', '.join(unknown)}")
     missing = [name for name in _REQUIRED if name not in schema]
     if missing:
-        raise FindingsSchemaError(f"{detector}: missing finding columns: {', '.join(missing)}")
+        raise FindingsSchemaError(f"missing finding columns: {', '.join(missing)}")
 
     def text(name: str) -> pl.Expr:
         if name in schema:
@@ -275,14 +288,20 @@ def as_findings(lf: pl.LazyFrame, *, detector: str, severity: Severity) -> pl.La
                 col = col.dt.convert_time_zone("UTC")
         return col.cast(_TS)
 
+    default = pl.lit(None if severity is None else severity.value, dtype=SEVERITY_DTYPE)
     if "severity" in schema:
-        level = pl.col("severity").cast(pl.String).cast(SEVERITY_DTYPE)
-        level = level.fill_null(pl.lit(severity.value, dtype=SEVERITY_DTYPE))
+        level = pl.col("severity").cast(pl.String).cast(SEVERITY_DTYPE).fill_null(default)
     else:
-        level = pl.lit(severity.value, dtype=SEVERITY_DTYPE).alias("severity")
+        level = default.alias("severity")
+    if detector is not None:
+        name = pl.lit(detector, dtype=pl.String).alias("detector")
+    elif "detector" in schema:
+        name = pl.col("detector").cast(pl.String)
+    else:
+        raise FindingsSchemaError("findings need a detector column or a detector id")
 
     conformed = lf.select(
-        pl.lit(detector, dtype=pl.String).alias("detector"),
+        name,
         level,
         text("session"),
         text("era"),

@@ -14,13 +14,16 @@ Decisions the specs leave open, made here on purpose:
 - `"params": null` is taken as absent (the MCP SDKs accept it); any other non-structured
   `params` makes the message INVALID "bad-params-type" (JSON-RPC §4.2).
 - `error` only has to be an object: a missing or non-integer `code` is for a detector to report.
-- A member holding both `method` and `result`/`error` is INVALID "method-with-result-or-error".
+- An object holding both `method` and `result`/`error` is INVALID "method-with-result-or-error".
 - Numbers that overflow a double ("1e400") are INVALID "number-out-of-range" (I-JSON, RFC 7493
   §2.2); ints are exact, ids beyond 2**53 stay distinct (see `analyzer.canonical`).
 - "lone-surrogate" covers every string and key of a message, not only `method` and `id`: an
   unpaired UTF-16 surrogate has no UTF-8 form, so it cannot reach a Parquet or Arrow column.
   Only texts holding a "\\ud"/"\\uD" escape (or, given as str, a literal surrogate) pay for
   the check; `classify_value` always does, with one C-speed re-encoding of the value.
+- `classify_value` also meets what no JSON text can make: NaN and infinite floats
+  ("nan-or-infinity"), ints past 4300 digits ("number-too-long"), sets, bytes or cycles
+  ("not-json-value"). Dict keys are not checked: `json` itself writes int keys as strings.
 - Nesting is "too-deep" where CPython's own limit stops `json` (about 1500 levels in 3.12).
 - Batches are classified although MCP 2025-06-18 dropped them: old peers still send them.
 - INVALID objects keep their `id` and `method` when those are well-typed, so that a detector can

@@ -1,23 +1,24 @@
 """The lab's scenario framework: start processes, put the seamwatch proxy in front, clean up.
 
 A scenario is a function of a `LabContext`. It starts its servers with `start_process` (each
-one waited for until its port accepts TCP), puts `seamwatch proxy` in front with `start_proxy`,
-drives its scripted client against the proxy's URL and records facts with `note`. `run_scenario`
+one waited for until its port accepts TCP, or later with `wait_ready`), puts `seamwatch proxy`
+in front with `start_proxy`, drives its scripted client against the proxy's URL (async flows
+through `run_async`, bounded by the budget) and records facts with `note`. `run_scenario`
 gives it a fresh directory, a wall-clock budget, stops every process it started by pid (SIGTERM,
 then SIGKILL) and copies the scenario's `expected.json` beside the capture:
 
     <out>/<name>/capture/capture-*.jsonl   what the proxy recorded
     <out>/<name>/expected.json             what the scenario does (DESIGN.md §7)
     <out>/<name>/lab.json                  {"scenario", "direct", "notes": {...}, "processes"}
-    <out>/<name>/logs/<process>.{out,err}.log
+    <out>/<name>/logs/<process>.log        its stdout and stderr
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -34,8 +35,11 @@ T = TypeVar("T")
 
 DEFAULT_BUDGET_S = 20.0
 STOP_TIMEOUT_S = 10.0
+PROXY_READY_S = 10.0
 EVIDENCE_KEYS = ("event_ids", "request_ids", "flow_ids", "stream_ids")
 LAB_RECORD = "lab.json"
+# "ModuleNotFoundError: ...", "OSError: [Errno 98] ...": the line that says what went wrong
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception): ")
 
 
 class LabError(Exception):
@@ -122,12 +126,18 @@ def python_argv(module: str, *args: str) -> list[str]:
 
 @dataclass
 class _Started:
+    """A process a scenario started: how to wait for it and how it was stopped."""
+
     name: str
     argv: list[str]
     process: subprocess.Popen[bytes]
     stop_timeout: float
+    port: int
+    ready_timeout: float
+    began: float = field(default_factory=time.monotonic)
     returncode: int | None = None
     how: str = "running"
+    ready_s: float | None = None
 
 
 class LabContext:
@@ -183,11 +193,13 @@ class LabContext:
         env: dict[str, str] | None = None,
         ready_timeout: float = 15.0,
         stop_timeout: float = 5.0,
+        wait: bool = True,
     ) -> subprocess.Popen[bytes]:
         """Start `argv`, wait until 127.0.0.1:`port` accepts TCP; stopped by pid at the end.
 
-        Output goes to `logs/<name>.out.log` and `logs/<name>.err.log`. A process that exits
-        or never listens raises `LabError` with the tail of its stderr.
+        Its stdout and stderr go to `logs/<name>.log`. A process that exits or never listens
+        raises `LabError` with the tail of that log. With `wait=False` it returns at once and
+        `wait_ready(process)` waits later, so slow starters can start side by side.
         """
         with self._lock:
             if self._closed:
@@ -195,20 +207,39 @@ class LabContext:
             if any(started.name == name for started in self._started):
                 raise LabError(f"{self.name}: two processes named {name!r}")
             child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-            with (
-                (self.log_dir / f"{name}.out.log").open("wb") as out,
-                (self.log_dir / f"{name}.err.log").open("wb") as err,
-            ):
+            with (self.log_dir / f"{name}.log").open("wb") as log:
                 try:
                     process = subprocess.Popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=child_env,
                     )
                 except OSError as exc:
                     raise LabError(f"{name}: cannot start {argv[0]}: {exc}") from exc
-            self._started.append(_Started(name, argv, process, stop_timeout))
+            started = _Started(name, argv, process, stop_timeout, port, ready_timeout)
+            self._started.append(started)
         self._write_record()
-        self._wait_listening(name, process, port, min(ready_timeout, self.remaining()))
+        if wait:
+            self.wait_ready(process)
         return process
+
+    def wait_ready(self, process: subprocess.Popen[bytes]) -> None:
+        """Wait until a process started with `wait=False` listens (LabError otherwise)."""
+        started = self._find(process)
+        if started.ready_s is not None:
+            return
+        timeout = min(started.ready_timeout, self.remaining())
+        self._wait_listening(started.name, process, started.port, timeout)
+        started.ready_s = round(time.monotonic() - started.began, 3)
+        self._write_record()
+
+    def _find(self, process: subprocess.Popen[bytes]) -> _Started:
+        for started in self._started:
+            if started.process is process:
+                return started
+        raise LabError(f"pid {process.pid} was not started by this scenario")
 
     def _wait_listening(
         self, name: str, process: subprocess.Popen[bytes], port: int, timeout: float
@@ -233,14 +264,22 @@ class LabContext:
                 )
             time.sleep(0.05)
 
-    def stderr_tail(self, name: str, limit: int = 1500) -> str:
-        """The end of a started process's stderr, on one line, for error messages."""
+    def stderr_tail(self, name: str, lines: int = 4) -> str:
+        """A started process's output (stderr and stdout) for an error message, on one line:
+        its first error-looking line, its last `lines` lines and where the whole log is."""
+        path = self.log_dir / f"{name}.log"
         try:
-            text = (self.log_dir / f"{name}.err.log").read_bytes()[-limit:]
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return "(no stderr)"
-        tail = text.decode("utf-8", "replace").strip().replace("\n", " | ")
-        return tail or "(empty stderr)"
+            return "(no output)"
+        all_lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not all_lines:
+            return f"(no output; {path})"
+        first_error = next((line for line in all_lines if _ERROR_LINE.search(line)), None)
+        shown = all_lines[-lines:]
+        if first_error is not None and first_error not in shown:
+            shown = [first_error, "...", *shown]
+        return " | ".join(line[:300] for line in shown) + f" (log: {path})"
 
     def start_proxy(
         self,
@@ -270,17 +309,30 @@ class LabContext:
         if client_header is not None:
             argv += ["--client-header", client_header]
         # The proxy writes its final records (stream ends, capture_close) on SIGTERM.
-        self.start_process(argv, name=name, port=port, stop_timeout=STOP_TIMEOUT_S)
+        process = self.start_process(argv, name=name, port=port, stop_timeout=STOP_TIMEOUT_S)
+        # mitmdump listens before its addon has loaded; the capture file (opened when the
+        # addon is configured) says the recording really runs.
+        deadline = time.monotonic() + min(PROXY_READY_S, self.remaining())
+        while not any(self.capture_dir.glob("capture-*")):
+            if process.poll() is not None:
+                raise LabError(
+                    f"{name} exited with {process.returncode} after listening: "
+                    f"{self.stderr_tail(name)}"
+                )
+            if time.monotonic() > deadline:
+                raise LabError(
+                    f"{name} listens but wrote no capture file into {self.capture_dir}: "
+                    f"{self.stderr_tail(name)}"
+                )
+            time.sleep(0.05)
         return f"http://127.0.0.1:{port}"
 
     def stop_process(self, process: subprocess.Popen[bytes]) -> int | None:
         """Stop one started process now (SIGTERM, then SIGKILL); returns its exit code."""
-        for started in self._started:
-            if started.process is process:
-                _stop(started)
-                self._write_record()
-                return started.returncode
-        raise LabError(f"pid {process.pid} was not started by this scenario")
+        started = self._find(process)
+        _stop(started)
+        self._write_record()
+        return started.returncode
 
     def note(self, key: str, value: object) -> None:
         """Record a fact for the scenario's tests in lab.json under "notes" (JSON values only)."""
@@ -321,6 +373,7 @@ class LabContext:
                     "argv": s.argv,
                     "returncode": s.returncode,
                     "stopped": s.how,
+                    "ready_s": s.ready_s,
                 }
                 for s in self._started
             ],
@@ -338,15 +391,14 @@ def _stop(started: _Started) -> None:
             started.how = "exited"
         started.returncode = process.returncode
         return
+    # Popen.terminate/kill signal this pid only, and do nothing once it has been reaped.
+    process.terminate()
+    started.how = "sigterm"
     try:
-        os.kill(process.pid, signal.SIGTERM)
-        started.how = "sigterm"
         process.wait(timeout=started.stop_timeout)
     except subprocess.TimeoutExpired:
-        os.kill(process.pid, signal.SIGKILL)
+        process.kill()
         started.how = "sigkill"
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except ProcessLookupError:
         process.wait(timeout=STOP_TIMEOUT_S)
     started.returncode = process.returncode
 
@@ -384,7 +436,7 @@ def run_scenario(
     are stopped (which unblocks its client) and `LabError` is raised. Any failure of the
     scenario surfaces as `LabError`.
     """
-    expected = scenario.expected  # validate before starting anything
+    Expected.load(scenario.expected_path)  # validate before starting anything
     scenario_dir = out_dir / scenario.name
     if scenario_dir.exists():
         if not (scenario_dir / LAB_RECORD).exists():
@@ -407,6 +459,12 @@ def run_scenario(
         worker.start()
         worker.join(budget_s)
         died = ctx.died_early()
+        if failure and not died:
+            # A process dying is often why the client failed; give it a moment to be seen.
+            grace = time.monotonic() + 1.0
+            while not died and time.monotonic() < grace:
+                time.sleep(0.05)
+                died = ctx.died_early()
         if worker.is_alive():
             ctx.stop_all()
             worker.join(2.0)
@@ -418,13 +476,12 @@ def run_scenario(
     ctx.note("duration_s", round(time.monotonic() - started_at, 3))
     if failure:
         exc = failure[0]
-        if isinstance(exc, LabError) and not died:
-            raise exc
+        if isinstance(exc, LabError):
+            raise exc  # it names the process that failed, if one did
         leaf = _leaf(exc)
         raise LabError(
             f"{scenario.name}: {type(leaf).__name__}: {leaf}" + _died_suffix(died)
         ) from exc
-    del expected  # validated above; the file is copied as written
     shutil.copyfile(scenario.expected_path, scenario_dir / "expected.json")
     if not direct and not list(ctx.capture_dir.glob("capture-*.jsonl")):
         raise LabError(f"{scenario.name}: the proxy wrote no capture into {ctx.capture_dir}")

@@ -98,6 +98,10 @@ class EventFramer:
         """Append decoded bytes; return the prefix that ends at the last complete event."""
         if not data:
             return b""
+        if not self._pending and data.endswith((b"\n\n", b"\n\r\n")):
+            # The common case: servers write whole events. A final LF after another line end
+            # (LF or CRLF) is a blank line, so everything here is complete.
+            return data
         self._pending += data
         # Rescan a little before the new bytes: a boundary may straddle the chunk edge.
         start = max(0, self._scanned - 2)

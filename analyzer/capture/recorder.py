@@ -10,7 +10,12 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from analyzer.capture.framing import DEFAULT_DECODE_CAP, DEFAULT_EVENT_CAP, ContentDecoder, EventFramer
+from analyzer.capture.framing import (
+    DEFAULT_DECODE_CAP,
+    DEFAULT_EVENT_CAP,
+    ContentDecoder,
+    EventFramer,
+)
 from analyzer.capture.redaction import Redactor
 from analyzer.records import StreamEndHow, body_from_bytes
 

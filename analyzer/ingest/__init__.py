@@ -1,0 +1,218 @@
+"""Ingest: read seamwatch captures, mitmproxy dumps and HAR files into normalized tables.
+
+`read_inputs(paths)` tells each path's kind, reads it (or finds its normalized tables in the
+Parquet cache, `analyzer.cache`) and returns an `Ingested`: the reports of the inputs and lazy
+scans of their tables, concatenated, with an `input` column on the flows. Dumps and HAR files
+are turned into the same records a capture holds, so everything downstream is shared.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import polars as pl
+
+from analyzer import schema as S
+from analyzer.cache import CacheEntry, build_entry, find_entry, input_key
+from analyzer.ingest.common import (
+    IngestError,
+    InputReport,
+    UnreadableInput,
+    UnsupportedSchema,
+    describe_counts,
+)
+from analyzer.ingest.jsonl import capture_files, is_capture_file
+
+__all__ = [
+    "IngestError",
+    "Ingested",
+    "InputReport",
+    "UnreadableInput",
+    "UnsupportedSchema",
+    "input_kind",
+    "read_inputs",
+]
+
+_TABLE_SCHEMAS = {
+    "flows": S.RAW_FLOWS,
+    "events": S.RAW_EVENTS,
+    "messages": S.RAW_MESSAGES,
+    "tools": S.RAW_TOOLS,
+    "payloads": S.PAYLOADS,
+}
+
+
+def input_kind(path: Path) -> str:
+    """capture, mitm or har: by the name, else by the first bytes."""
+    if path.is_dir() or is_capture_file(path):
+        return "capture"
+    if not path.is_file():
+        raise UnreadableInput(f"{path}: no such file or directory")
+    suffix = path.suffix.lower()
+    if suffix == ".har":
+        return "har"
+    if suffix in (".mitm", ".flows", ".dump"):
+        return "mitm"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError as e:
+        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+    if head.startswith(b"{"):
+        return "capture" if b'"kind"' in head.split(b"\n", 1)[0] else "har"
+    if head[:1].isdigit():
+        return "mitm"  # tnetstring: "<length>:"
+    raise UnreadableInput(f"{path}: not a seamwatch capture, mitmproxy dump or HAR file")
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """The inputs read: their reports and where their normalized tables are."""
+
+    inputs: tuple[InputReport, ...]
+    directories: tuple[Path | None, ...]  # None for an input skipped as already read
+
+    def scan(self, table: str) -> pl.LazyFrame:
+        """One normalized table over all inputs (flows get the `input` index column)."""
+        schema = _TABLE_SCHEMAS[table]
+        frames = []
+        for index, directory in enumerate(self.directories):
+            if directory is None:
+                continue
+            files = sorted(directory.glob(f"{table}-*.parquet"))
+            if not files:
+                continue
+            frame = pl.scan_parquet(files, schema=schema)
+            if table == "flows":
+                frame = frame.with_columns(pl.lit(index, pl.Int32).alias("input"))
+            frames.append(frame)
+        if not frames:
+            empty = S.empty(schema).lazy()
+            if table == "flows":
+                empty = empty.with_columns(pl.lit(None, pl.Int32).alias("input"))
+            return empty
+        scanned = pl.concat(frames, how="vertical")
+        if table == "payloads":
+            scanned = scanned.unique("data_hash", keep="any")
+        return scanned
+
+
+def _files_of(path: Path, kind: str) -> list[Path]:
+    return capture_files(path) if kind == "capture" else [path]
+
+
+def read_inputs(
+    paths: Sequence[str | Path],
+    *,
+    replica_header: str | None = None,
+    client_header: str | None = None,
+    cache: bool = True,
+    workers: int | None = None,
+    on_input: Callable[[InputReport], None] | None = None,
+) -> Ingested:
+    """Read every input (from its cache when valid); raise IngestError if one is unusable.
+
+    `replica_header` names the response header identifying a replica (it overrides what a
+    capture recorded); `client_header` the request header naming a client (2026 sessions).
+    """
+    reports: list[InputReport] = []
+    directories: list[Path | None] = []
+    seen_files: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        kind = input_kind(path)
+        files = _files_of(path, kind)
+        resolved = {f.resolve() for f in files}
+        if resolved <= seen_files:
+            reports.append(
+                InputReport(str(path), kind, 0, 0, {"duplicate_input": 1}, ("already read",), ())
+            )
+            directories.append(Path("/nonexistent"))
+            continue
+        seen_files |= resolved
+        try:
+            key = input_key(kind, files, replica_header=replica_header, client_header=client_header)
+        except OSError as e:
+            raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        entry = find_entry(path, key) if cache else None
+        if entry is None:
+            entry = _parse(path, kind, key, replica_header, client_header, cache, workers)
+        report = _report_from(entry)
+        reports.append(report)
+        directories.append(entry.directory)
+        if on_input is not None:
+            on_input(report)
+    return Ingested(tuple(reports), tuple(directories))
+
+
+def _parse(
+    path: Path,
+    kind: str,
+    key: str,
+    replica_header: str | None,
+    client_header: str | None,
+    cache: bool,
+    workers: int | None,
+) -> CacheEntry:
+    builder = build_entry(path, key, use_cache=cache)
+    try:
+        report = _read(path, kind, builder.directory, replica_header, client_header, workers)
+    except BaseException:
+        builder.abandon()
+        raise
+    manifest = {
+        "report": {
+            "path": report.path,
+            "kind": report.kind,
+            "records": report.records,
+            "skipped": report.skipped,
+            "counts": dict(report.counts),
+            "files": list(report.files),
+        }
+    }
+    return builder.commit(manifest)
+
+
+def _read(
+    path: Path,
+    kind: str,
+    out_dir: Path,
+    replica_header: str | None,
+    client_header: str | None,
+    workers: int | None,
+) -> InputReport:
+    if kind == "capture":
+        from analyzer.ingest.jsonl import read_capture
+
+        return read_capture(
+            path,
+            out_dir,
+            replica_header=replica_header,
+            client_header=client_header,
+            workers=workers,
+        )
+    if kind == "har":
+        from analyzer.ingest.har import read_har
+
+        return read_har(path, out_dir, replica_header=replica_header, client_header=client_header)
+    from analyzer.ingest.mitm import read_mitm
+
+    return read_mitm(path, out_dir, replica_header=replica_header, client_header=client_header)
+
+
+def _report_from(entry: CacheEntry) -> InputReport:
+    data = entry.manifest.get("report", {})
+    counts = Counter({str(k): int(v) for k, v in dict(data.get("counts", {})).items()})
+    report = InputReport(
+        path=str(data.get("path", "")),
+        kind=str(data.get("kind", "")),
+        records=int(data.get("records", 0)),
+        skipped=int(data.get("skipped", 0)),
+        counts=dict(counts),
+        warnings=describe_counts(counts),
+        files=tuple(str(f) for f in data.get("files", ())),
+    )
+    return replace(report, cached=entry.cached)

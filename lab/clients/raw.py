@@ -18,12 +18,14 @@ from typing import Any
 import anyio
 import httpx
 
+from lab.framework import LabError
+
 SESSIONED_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"
 ACCEPT_BOTH = "application/json, text/event-stream"
 
 
-class ClientError(Exception):
+class ClientError(LabError):
     """The server answered something the scripted client did not expect."""
 
 
@@ -48,7 +50,7 @@ class SseEvent:
 
 
 @dataclass
-class _SseLines:
+class SseLineParser:
     """Line-level SSE parser: `feed(line)` returns an event at each blank line."""
 
     id: str | None = None
@@ -90,7 +92,7 @@ class SseStream:
         self.is_sse = content_type == "text/event-stream"
         self.events: list[SseEvent] = []
         self._lines = response.aiter_lines() if self.is_sse else None
-        self._parser = _SseLines()
+        self._parser = SseLineParser()
         self.ended = False
 
     async def next_event(self) -> SseEvent | None:
@@ -121,7 +123,9 @@ class SseStream:
                 raise ClientError(f"unexpected JSON answer to {request_id!r}: {body!r}")
             return body
         event = await self.until(
-            lambda e: (m := e.message) is not None and "method" not in m and m.get("id") == request_id
+            lambda e: (
+                (m := e.message) is not None and "method" not in m and m.get("id") == request_id
+            )
         )
         message = event.message
         assert message is not None

@@ -23,7 +23,7 @@ from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult, ErrorData, Implementation
 
 from lab.framework import LabContext, LabError, Scenario
-from lab.servers.sdk import MCP_PATH, SdkServer, start_sdk_server
+from lab.servers.sdk import SdkServer, start_sdk_behind_proxy
 
 
 async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
@@ -33,10 +33,10 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         questions.append(params.message)
         return ElicitResult(action="accept", content={"confirm": True})
 
-    progress: list[float] = []
+    seen_progress: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen_progress.append(progress)
 
     client = Client(
         url,
@@ -44,28 +44,30 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         client_info=Implementation(name="seamwatch-lab-clean-modern", version="1"),
     )
     async with client:
-        ctx.note("protocol_version", client.protocol_version)
+        version = client.protocol_version
+        ctx.note("protocol_version", version)
         await client.list_tools()
         ticket = await client.call_tool("create_ticket", {"title": "printer on fire"})
         balances = [await client.call_tool("get_balance", {"account": "acme"}) for _ in range(2)]
         await client.call_tool("slow_report", {"steps": 2}, progress_callback=on_progress)
         await client.call_tool("charge_card", {"card": "4242", "amount_cents": 1250})
     ctx.note("elicitations", questions)
-    ctx.note("progress_seen", progress)
+    ctx.note("progress_seen", seen_progress)
     state = await server.state()
     ctx.note("tickets", state["tickets"])
     ctx.note("charges", len(state["charges"]))
-    if client.protocol_version != "2026-07-28" or len(questions) != 1 or progress != [1, 2]:
-        raise LabError(f"not the intended 2026 exchange: {client.protocol_version}, {questions}")
-    if ticket.is_error or any(b.is_error for b in balances) or state["tickets"] != [
-        "printer on fire"
-    ]:
+    if version != "2026-07-28" or len(questions) != 1 or seen_progress != [1, 2]:
+        raise LabError(f"not the intended 2026 exchange: {version}, {questions}, {seen_progress}")
+    if (
+        ticket.is_error
+        or any(b.is_error for b in balances)
+        or state["tickets"] != ["printer on fire"]
+    ):
         raise LabError(f"a tool call failed: {ticket.content}, {state['tickets']}")
 
 
 def run(ctx: LabContext) -> None:
-    server = start_sdk_server(ctx, event_ids="none")
-    url = ctx.start_proxy(server.root) + MCP_PATH
+    server, url = start_sdk_behind_proxy(ctx, event_ids="none")
     ctx.run_async(_drive, ctx, server, url)
 
 

@@ -25,7 +25,7 @@ from mcp import Client
 from mcp_types import Implementation
 
 from lab.framework import LabContext, LabError, Scenario
-from lab.servers.sdk import MCP_PATH, SdkServer, start_sdk_server
+from lab.servers.sdk import SdkServer, start_sdk_behind_proxy
 
 RETRY_MS = 300
 STEPS = 3
@@ -66,9 +66,8 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
 
 
 def run(ctx: LabContext) -> None:
-    server = start_sdk_server(ctx, event_ids="uuid", seed=4, retry_ms=RETRY_MS)
+    server, url = start_sdk_behind_proxy(ctx, event_ids="uuid", seed=4, retry_ms=RETRY_MS)
     ctx.note("retry_ms", RETRY_MS)
-    url = ctx.start_proxy(server.root) + MCP_PATH
     ctx.run_async(_drive, ctx, server, url)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ class SdkServer:
     """A running `lab.servers.sdk_server` process; `root` is its http://127.0.0.1:PORT."""
 
     root: str
+    process: subprocess.Popen[bytes]
 
     async def state(self) -> dict[str, Any]:
         """`/lab/state`, read directly (never through the proxy, so it is not captured)."""
@@ -42,8 +44,13 @@ def start_sdk_server(
     retry_ms: int | None = None,
     max_events: int | None = None,
     charge_gate: bool = False,
+    wait: bool = True,
 ) -> SdkServer:
-    """Start `lab.servers.sdk_server` on a free port and wait until it listens."""
+    """Start `lab.servers.sdk_server` on a free port and wait until it listens.
+
+    With `wait=False` it returns at once: start the proxy meanwhile, then
+    `ctx.wait_ready(server.process)`.
+    """
     port = ctx.free_port()
     argv = python_argv(
         "lab.servers.sdk_server", "--port", str(port), "--event-ids", event_ids, "--seed", str(seed)
@@ -54,5 +61,17 @@ def start_sdk_server(
         argv += ["--max-events", str(max_events)]
     if charge_gate:
         argv.append("--charge-gate")
-    ctx.start_process(argv, name=name, port=port)
-    return SdkServer(f"http://127.0.0.1:{port}")
+    process = ctx.start_process(argv, name=name, port=port, wait=wait)
+    return SdkServer(f"http://127.0.0.1:{port}", process)
+
+
+def start_sdk_behind_proxy(ctx: LabContext, **options: Any) -> tuple[SdkServer, str]:
+    """Start the SDK server and the seamwatch proxy in front of it, side by side.
+
+    Returns the server and the MCP endpoint URL through the proxy. `options` are those of
+    `start_sdk_server`.
+    """
+    server = start_sdk_server(ctx, wait=False, **options)
+    url = ctx.start_proxy(server.root) + MCP_PATH
+    ctx.wait_ready(server.process)
+    return server, url

@@ -80,14 +80,24 @@ def build_server(state: LabState) -> MCPServer:
     async def charge_card(card: str, amount_cents: int, ctx: Context) -> str:
         """Charge a card. Side-effecting and not idempotent: every call charges again."""
         number = len(state.charges) + 1
-        state.charges.append(
-            {"n": number, "card": card, "amount_cents": amount_cents, "request_id": ctx.request_id}
-        )
-        await ctx.report_progress(1, 2, f"charge {number} submitted")
-        if state.charge_gate:
-            # The payment gateway confirms only when the scenario opens the gate.
-            await state.gate("charge-settle").wait()
-        await ctx.report_progress(2, 2, f"charge {number} settled")
+        charge: dict[str, object] = {
+            "n": number,
+            "card": card,
+            "amount_cents": amount_cents,
+            "request_id": ctx.request_id,
+            "outcome": "pending",
+        }
+        state.charges.append(charge)  # the side effect: the card is charged from here on
+        try:
+            await ctx.report_progress(1, 2, f"charge {number} submitted")
+            if state.charge_gate:
+                # The payment gateway confirms only when the scenario opens the gate.
+                await state.gate("charge-settle").wait()
+            await ctx.report_progress(2, 2, f"charge {number} settled")
+        except anyio.get_cancelled_exc_class():
+            charge["outcome"] = "cancelled"  # the request was cancelled; the charge stands
+            raise
+        charge["outcome"] = "settled"
         return f"charged {amount_cents} cents to {card} (charge {number})"
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
@@ -138,7 +148,7 @@ def build_server(state: LabState) -> MCPServer:
 
     @mcp.custom_route("/lab/state", methods=["GET"])
     async def lab_state(request: Request) -> Response:
-        return JSONResponse(state.snapshot())
+        return JSONResponse({**state.snapshot(), "standalone_listeners": _listeners(mcp)})
 
     @mcp.custom_route("/lab/gates/{name}", methods=["POST"])
     async def open_gate(request: Request) -> Response:
@@ -148,24 +158,29 @@ def build_server(state: LabState) -> MCPServer:
     return mcp
 
 
-async def _wait_for_standalone_listener(mcp: MCPServer, ctx: Context) -> None:
-    """Wait until the session's standalone GET stream is registered, so a notification is
-    delivered live rather than only stored.
+def _listeners(mcp: MCPServer) -> list[str]:
+    """Sessions whose standalone GET stream is registered (listening) right now.
 
-    The SDK registers the GET stream in a task that races with sending its response headers,
-    so a client that saw the 200 cannot know it is listening yet. This reads SDK internals
-    (`_server_instances`, `_request_streams`): acceptable in a lab server, and it fails loudly.
+    The SDK registers a GET stream in a task that races with sending its response headers, so
+    a client that saw the 200 cannot know the server listens yet; scenarios and `announce`
+    wait on this instead. It reads SDK internals (`_server_instances`, `_request_streams`):
+    acceptable in a lab server, and a change there fails loudly.
     """
-    headers = ctx.headers or {}
-    session_id = headers.get("mcp-session-id")
+    instances: dict[str, Any] = mcp.session_manager._server_instances
+    return sorted(
+        session_id
+        for session_id, transport in instances.items()
+        if GET_STREAM_KEY in transport._request_streams
+    )
+
+
+async def _wait_for_standalone_listener(mcp: MCPServer, ctx: Context) -> None:
+    """Wait until this session's GET stream listens, so a notification is delivered live."""
+    session_id = (ctx.headers or {}).get("mcp-session-id")
     if session_id is None:
         return
-    instances: dict[str, Any] = mcp.session_manager._server_instances
     with anyio.fail_after(LISTENER_WAIT_S):
-        while True:
-            transport = instances.get(session_id)
-            if transport is not None and GET_STREAM_KEY in transport._request_streams:
-                return
+        while session_id not in _listeners(mcp):
             await anyio.sleep(0.01)
 
 

@@ -12,7 +12,7 @@ STREAM = (
     b"id: 1\ndata: one\n\n"
     b"id: 2\r\ndata: two\r\n\r\n"
     b": comment\rdata: three\r\r"
-    b"id: 4\ndata: {\"a\":\n"
+    b'id: 4\ndata: {"a":\n'
     b"data: 1}\n\n"
 )
 EVENTS = [

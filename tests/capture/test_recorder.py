@@ -67,7 +67,12 @@ def test_replica_comes_from_the_named_header_when_present() -> None:
     rec, sink = make(replica_header="X-Served-By")
     for headers in ([("x-served-by", "replica-b")], []):
         rec.response(
-            "f", status=200, http_version="HTTP/1.1", headers=headers, upstream="h:1", body=b"",
+            "f",
+            status=200,
+            http_version="HTTP/1.1",
+            headers=headers,
+            upstream="h:1",
+            body=b"",
             streamed=False,
         )
     assert [(r["replica"], r["replica_source"]) for r in sink.records] == [
@@ -103,13 +108,22 @@ def test_stream_tap_records_decoded_whole_events_and_the_tail() -> None:
     assert chunks[2]["data"]["text"] == "id: 3\ndata: part" and chunks[2]["unterminated"]
     assert all(c["content_encoding"] == "gzip" for c in chunks)
     end = sink.records[-1]
-    assert (end["kind"], end["how"], end["error"]) == ("stream_end", "server_closed", "server closed connection")
+    assert (end["kind"], end["how"], end["error"]) == (
+        "stream_end",
+        "server_closed",
+        "server closed connection",
+    )
 
 
 def test_a_body_over_the_cap_keeps_its_head() -> None:
     rec, sink = make(body_cap=4)
     rec.response(
-        "f", status=200, http_version="HTTP/1.1", headers=[], upstream=None, body=b"abcdefgh",
+        "f",
+        status=200,
+        http_version="HTTP/1.1",
+        headers=[],
+        upstream=None,
+        body=b"abcdefgh",
         streamed=False,
     )
     assert sink.records[0]["body"] == {"text": "abcd", "truncated_bytes": 4}

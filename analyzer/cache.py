@@ -1,0 +1,181 @@
+"""The Parquet cache of normalized tables, beside the capture (DESIGN.md §4).
+
+Layout: a `.seamwatch-cache/` folder (mode 0700) in the capture directory, or in the folder of
+a single capture, dump or HAR file, holding one entry folder per input:
+
+    .seamwatch-cache/<input name>-<path hash 8>-<key 16>/
+        manifest.json                  the key's ingredients and the input report
+        flows-<part>.parquet ...       RAW_FLOWS       (analyzer.schema)
+        events-<part>.parquet ...      RAW_EVENTS
+        messages-<part>.parquet ...    RAW_MESSAGES
+        tools-<part>.parquet ...       RAW_TOOLS
+        payloads-<part>.parquet ...    PAYLOADS        (payload text lives only here)
+
+Files are 0600. The key hashes every input file's name, size and mtime, the capture schema,
+`NORMALIZED_VERSION` and the options that change normalization (replica and client header),
+so a grown `.partial`, a new analyzer or another option gives a new entry; older entries of the
+same input are removed when a new one is written. An entry is built in a `.tmp-*` folder and
+renamed into place once complete, so a reader never sees half an entry. When the folder is not
+writable, a private temporary folder is used instead and removed at exit: no cache, same result.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzer.records import SCHEMA
+from analyzer.schema import NORMALIZED_VERSION
+
+__all__ = ["CACHE_DIR", "CacheEntry", "build_entry", "find_entry", "input_key"]
+
+CACHE_DIR = ".seamwatch-cache"
+MANIFEST = "manifest.json"
+_STALE_TMP_S = 3600
+_temp_dirs: list[str] = []
+
+
+def _remove_temp_dirs() -> None:
+    for path in _temp_dirs:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+atexit.register(_remove_temp_dirs)
+
+
+def input_key(
+    kind: str,
+    files: Sequence[Path],
+    *,
+    replica_header: str | None,
+    client_header: str | None,
+) -> str:
+    """The cache key of an input: what, if changed, would change its normalized tables."""
+    stats = []
+    for path in files:
+        st = path.stat()
+        stats.append([path.name, st.st_size, st.st_mtime_ns])
+    ingredients = {
+        "normalized_version": NORMALIZED_VERSION,
+        "capture_schema": SCHEMA,
+        "kind": kind,
+        "files": stats,
+        "replica_header": replica_header.lower() if replica_header else None,
+        "client_header": client_header.lower() if client_header else None,
+    }
+    text = json.dumps(ingredients, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _cache_root(path: Path) -> Path:
+    return (path if path.is_dir() else path.parent) / CACHE_DIR
+
+
+def _identity(path: Path) -> str:
+    """`<name>-<hash of the absolute path>`: names the entries of one input."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.resolve().name)[:48] or "input"
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A folder of normalized tables and the manifest describing them."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    cached: bool  # True when found complete on disk (not parsed by this run)
+
+
+def find_entry(path: Path, key: str) -> CacheEntry | None:
+    """The complete cache entry of this input and key, if any."""
+    directory = _cache_root(path) / f"{_identity(path)}-{key}"
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("key") != key:
+        return None
+    return CacheEntry(directory, manifest, cached=True)
+
+
+class EntryBuilder:
+    """A folder to write an entry's tables into, published by `commit`."""
+
+    def __init__(self, path: Path, key: str, *, use_cache: bool) -> None:
+        self.path = path
+        self.key = key
+        self.root: Path | None = None
+        self.directory = self._make_directory(use_cache)
+
+    def _make_directory(self, use_cache: bool) -> Path:
+        if use_cache:
+            root = _cache_root(self.path)
+            try:
+                root.mkdir(mode=0o700, exist_ok=True)
+                _sweep(root)
+                directory = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+            except OSError:
+                pass
+            else:
+                self.root = root
+                return directory
+        directory = Path(tempfile.mkdtemp(prefix="seamwatch-"))
+        _temp_dirs.append(str(directory))
+        return directory
+
+    def commit(self, manifest: dict[str, Any]) -> CacheEntry:
+        """Write the manifest and move the entry into place (or keep the temporary folder)."""
+        manifest = {**manifest, "key": self.key}
+        target = self.directory / MANIFEST
+        target.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
+        os.chmod(target, 0o600)
+        if self.root is None:
+            return CacheEntry(self.directory, manifest, cached=False)
+        identity = _identity(self.path)
+        final = self.root / f"{identity}-{self.key}"
+        try:
+            os.rename(self.directory, final)
+        except OSError:
+            # Another analysis published the same entry first (or the rename failed): ours
+            # is equivalent; read it from where it is and let the sweep collect it later.
+            if (final / MANIFEST).exists():
+                shutil.rmtree(self.directory, ignore_errors=True)
+                return CacheEntry(final, manifest, cached=False)
+            _temp_dirs.append(str(self.directory))
+            return CacheEntry(self.directory, manifest, cached=False)
+        for other in self.root.iterdir():
+            if other.name.startswith(identity + "-") and other != final:
+                shutil.rmtree(other, ignore_errors=True)
+        return CacheEntry(final, manifest, cached=False)
+
+    def abandon(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def build_entry(path: Path, key: str, *, use_cache: bool = True) -> EntryBuilder:
+    """Start a new entry for this input: a folder to write parts into, then `commit`."""
+    return EntryBuilder(path, key, use_cache=use_cache)
+
+
+def _sweep(root: Path) -> None:
+    """Remove `.tmp-*` folders left by analyses that died long ago."""
+    now = time.time()
+    for child in root.iterdir():
+        if not child.name.startswith(".tmp-"):
+            continue
+        try:
+            if now - child.stat().st_mtime > _STALE_TMP_S:
+                shutil.rmtree(child, ignore_errors=True)
+        except OSError:
+            continue

@@ -1,0 +1,425 @@
+"""The capture writer: a thread that turns queued records into rotated JSONL files (DESIGN.md §4).
+
+The proxy's event loop only calls `submit`, which puts the record on a bounded queue and
+returns; serialization, `seq`, rotation and fsync happen on the writer's own thread, so a slow
+disk costs dropped records (counted), never a stalled stream. Decisions, made here on purpose:
+
+- `seq` is given at write time and counts every record of the run, across files: a record
+  dropped at the queue leaves no gap (the `dropped` counter says so), a gap on disk is loss
+  after the queue (a failed write, counted in `addon_errors`).
+- Counters cover submitted records only: `seen` (every `submit`), `written` (those that reached
+  the file before the `capture_stats`/`capture_close` that reports them), `dropped` (queue full,
+  or submitted after `close`). The writer's own records (`capture_open`, `capture_stats`,
+  `capture_close`) count in none, so after a clean close `seen == written + dropped + lost`,
+  where `lost` are records a failing disk swallowed. `addon_errors` adds the addon's
+  `count_error` calls to the writer's own errors (bad record, repaired surrogates, failed I/O).
+- Every batch is written with `os.write` as soon as it is drained, so SIGKILL (the kernel keeps
+  the page cache) loses only what was still queued; `fdatasync` (power loss) runs at most every
+  `flush_interval_s` while data is unsynced, and at rotation and close.
+- A file is rotated before the record that would take it past `rotate_bytes`, unless it holds
+  no record yet beside its `capture_open` (a single huge record gets a file to itself).
+- Serialization is `pydantic_core.to_json`, compact like `json.dumps(separators=(",", ":"),
+  ensure_ascii=False)` and four times faster; a record it refuses goes through `json.dumps`,
+  and text holding lone surrogates (which have no UTF-8 form) is repaired: surrogate pairs
+  joined, lone ones replaced by U+FFFD, and the repair counted as an error.
+- Files are created 0600 with O_EXCL whatever the umask. A capture folder that the writer
+  creates is 0700; one that already exists is left as its owner set it (it may be shared on
+  purpose), the files in it being 0600 anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import re
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_json
+
+from analyzer import SeamwatchError
+from analyzer.records import RECORD_ADAPTER
+
+__all__ = ["CaptureError", "CaptureWriter"]
+
+log = logging.getLogger(__name__)
+
+# A run id goes into file names: keep it to characters that cannot leave the folder.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_RESERVED = frozenset({"kind", "seq", "ts_ns", "mono_ns", "file_index"})
+# Records per write: bounds the memory of one batch and the time between two writes.
+_DRAIN_PAUSE_S = 0.02
+_BATCH_MAX = 4096
+_CLOSE: Final = object()
+_FALLBACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class CaptureError(SeamwatchError):
+    """The capture could not be set up: its folder or first file cannot be made."""
+
+
+class CaptureWriter:
+    """Writes records from a bounded queue to rotated capture files, on its own thread."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        open_fields: dict[str, object],
+        rotate_bytes: int = 64 * 2**20,
+        queue_max: int = 65536,
+        flush_interval_s: float = 0.2,
+        stats_interval_s: float = 5.0,
+        close_timeout_s: float = 60.0,
+    ) -> None:
+        if rotate_bytes < 1 or queue_max < 1:
+            raise ValueError("rotate_bytes and queue_max must be positive")
+        if flush_interval_s <= 0 or stats_interval_s <= 0:
+            raise ValueError("flush_interval_s and stats_interval_s must be positive")
+        reserved = _RESERVED.intersection(open_fields)
+        if reserved:
+            raise ValueError(f"open_fields must not set {sorted(reserved)}: the writer does")
+        run_id = open_fields.get("run_id")
+        if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"run_id must match {_RUN_ID.pattern}, got {run_id!r}")
+        try:  # fail at construction, not in every file's first line
+            RECORD_ADAPTER.validate_python(
+                {"kind": "capture_open", "seq": 0, "ts_ns": 0, "mono_ns": 0, "file_index": 0}
+                | open_fields
+            )
+        except ValidationError as e:
+            raise ValueError(f"open_fields do not make a valid capture_open: {e}") from e
+        self.out_dir = Path(out_dir)
+        self._open_fields = dict(open_fields)
+        self._run_id = run_id
+        self._rotate_bytes = rotate_bytes
+        self._queue_max = queue_max
+        self._flush_interval = flush_interval_s
+        self._stats_interval = stats_interval_s
+        self._close_timeout = close_timeout_s
+        # SimpleQueue is C and lock-light; its bound is the qsize check in submit.
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        # Counters with one writer each, so no lock: the caller's thread...
+        self._seen = 0
+        self._dropped = 0
+        self._redacted = 0
+        self._addon_errors = 0
+        # ... and the writer's.
+        self._written = 0
+        self._writer_errors = 0
+        # File state, owned by the writer thread once started.
+        self._fd = -1
+        self._path: Path | None = None
+        self._index = -1
+        self._size = 0  # bytes on disk in the current file
+        self._file_records = 0  # records after capture_open in the current file, pending too
+        self._seq = 0
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._pending_submitted = 0
+        self._unsynced = False  # written but not yet fdatasync'ed, since _dirty_since
+        self._dirty_since = 0.0
+
+    # -- the caller's side ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create the folder and the first file, then start the writer thread."""
+        if self._thread is not None or self._closing:
+            raise CaptureError("a capture writer starts once")
+        self._make_dir()
+        try:
+            self._open_file(0)
+        except OSError as e:
+            raise CaptureError(f"cannot create a capture file in {self.out_dir}: {e}") from e
+        self._write_pending()
+        if not self._size:  # not even capture_open went in: leave nothing behind
+            os.close(self._fd)
+            self._fd = -1
+            with contextlib.suppress(OSError):
+                os.unlink(self._path or "")
+            raise CaptureError(f"cannot write to {self._path}")
+        self._thread = threading.Thread(target=self._run, name="seamwatch-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, record: dict[str, object]) -> None:
+        """Queue a record (kind, ts_ns, mono_ns and its fields; no seq); never blocks or raises."""
+        self._seen += 1
+        if self._closing or self._queue.qsize() >= self._queue_max:
+            self._dropped += 1
+            return
+        self._queue.put(record)
+
+    def count_error(self) -> None:
+        """Count a failure of the addon's capture path."""
+        self._addon_errors += 1
+
+    def count_redacted(self, n: int) -> None:
+        """Count secrets the redactor replaced."""
+        self._redacted += n
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """seen, written, dropped, redacted, addon_errors, as `records.Counters`."""
+        return {
+            "seen": self._seen,
+            "written": self._written,
+            "dropped": self._dropped,
+            "redacted": self._redacted,
+            "addon_errors": self._addon_errors + self._writer_errors,
+        }
+
+    def close(self) -> None:
+        """Drain the queue, write capture_stats and capture_close, sync and rename; idempotent.
+
+        A writer that was never started writes nothing, and what it queued is lost.
+        """
+        self._closing = True
+        thread = self._thread
+        if thread is None:
+            return
+        if thread.is_alive():
+            self._queue.put(_CLOSE)
+            thread.join(self._close_timeout)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the writer's side ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException:  # a bug here must not pass silently: the queue then fills, drops
+            self._writer_errors += 1
+            log.exception("seamwatch capture writer stopped; records are dropped from now on")
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+    def _loop(self) -> None:
+        get, get_nowait, empty = self._queue.get, self._queue.get_nowait, queue.Empty
+        now = time.monotonic()
+        stats_due = now + self._stats_interval
+        closing = False
+        item: object = None  # a record carried over from a full batch
+        while True:
+            if item is None:
+                if closing:
+                    break
+                due = stats_due
+                if self._unsynced:
+                    due = min(due, self._dirty_since + self._flush_interval)
+                with contextlib.suppress(empty):
+                    item = get(timeout=max(0.0, due - now))
+            if self._fd < 0:
+                self._reopen()
+            batch = 0
+            while item is not None and batch < _BATCH_MAX:
+                if item is _CLOSE:
+                    closing = True  # and drain what raced past the flag
+                else:
+                    self._add(item)
+                batch += 1
+                try:
+                    item = get_nowait()
+                except empty:
+                    item = None
+            self._write_pending()
+            if not closing and batch < _BATCH_MAX:
+                # Let records pile up before the next drain: waking for every record would
+                # hand the GIL back and forth with the proxy's event loop at each event.
+                time.sleep(_DRAIN_PAUSE_S)
+            now = time.monotonic()
+            if now >= stats_due:
+                self._add_own("capture_stats")
+                stats_due = now + self._stats_interval
+            if self._unsynced and now >= self._dirty_since + self._flush_interval:
+                self._sync()
+        self._add_own("capture_stats")
+        self._add_own("capture_close")
+        self._close_file()
+
+    def _add(self, record: object) -> None:
+        """Serialize a submitted record into the pending batch."""
+        body = self._encode(record)
+        if body is not None:
+            self._append(body)
+            self._pending_submitted += 1
+
+    def _add_own(self, kind: str) -> None:
+        """Write one of the writer's own records, with counters as of everything before it."""
+        self._write_pending()
+        record: dict[str, object] = {"kind": kind, **_stamp()} | self.counters
+        body = self._encode(record)
+        if body is not None:
+            self._append(body)
+        self._write_pending()
+
+    def _encode(self, record: object) -> bytes | None:
+        if not isinstance(record, dict) or not record:
+            self._writer_errors += 1
+            return None
+        try:
+            # NaN and infinities as null: the capture is strict JSON (RFC 8259 §6).
+            return to_json(record, inf_nan_mode="null")
+        except (PydanticSerializationError, ValueError, TypeError, RecursionError):
+            pass
+        try:
+            text = _FALLBACK.encode(record)
+        except (ValueError, TypeError, RecursionError):
+            self._writer_errors += 1
+            return None
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates: UTF-16 round trip joins real pairs and replaces the rest.
+            self._writer_errors += 1
+            repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return repaired.encode("utf-8")
+
+    def _append(self, body: bytes) -> None:
+        line = _with_seq(self._seq, body)
+        if (
+            self._fd >= 0
+            and self._file_records
+            and self._size + self._pending_size + len(line) > self._rotate_bytes
+        ):
+            self._rotate()
+            line = _with_seq(self._seq, body)
+        self._seq += 1
+        self._pending.append(line)
+        self._pending_size += len(line)
+        self._file_records += 1
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        submitted = self._pending_submitted
+        self._pending.clear()
+        self._pending_size = 0
+        self._pending_submitted = 0
+        try:
+            if self._fd < 0:
+                raise OSError("no capture file open")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            self._writer_errors += 1
+            # Cut a torn write back to the last whole line, so the next batch starts clean.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+                os.lseek(self._fd, self._size, os.SEEK_SET)
+            return
+        self._size += len(data)
+        self._written += submitted
+        if not self._unsynced:
+            self._unsynced = True
+            self._dirty_since = time.monotonic()
+
+    def _sync(self) -> None:
+        self._unsynced = False
+        try:
+            os.fdatasync(self._fd)
+        except OSError:
+            self._writer_errors += 1
+
+    def _make_dir(self) -> None:
+        try:
+            self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.out_dir.mkdir(mode=0o700)
+            except FileExistsError:
+                if not self.out_dir.is_dir():
+                    raise CaptureError(f"not a directory: {self.out_dir}") from None
+            else:
+                os.chmod(self.out_dir, 0o700)  # mkdir's mode passes through the umask
+        except OSError as e:
+            raise CaptureError(f"cannot create the capture folder {self.out_dir}: {e}") from e
+
+    def _open_file(self, index: int) -> None:
+        """Create file `index` and queue its capture_open as the first pending line."""
+        path = self.out_dir / f"capture-{self._run_id}-{index:04d}.jsonl.partial"
+        if path.with_suffix("").exists():
+            raise FileExistsError(f"{path.with_suffix('')} exists")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)  # the umask may have taken bits
+        self._fd, self._path, self._index = fd, path, index
+        self._size = self._file_records = 0
+        record = {"kind": "capture_open", **_stamp(), "file_index": index} | self._open_fields
+        body = self._encode(record)
+        if body is not None:
+            line = _with_seq(self._seq, body)
+            self._seq += 1
+            self._pending.append(line)
+            self._pending_size += len(line)
+        _sync_dir(self.out_dir)
+
+    def _close_file(self) -> None:
+        """Write, sync, close and rename the current file to its final `.jsonl` name."""
+        self._write_pending()
+        if self._fd < 0 or self._path is None:
+            return
+        self._sync()
+        try:
+            os.close(self._fd)
+            os.rename(self._path, self._path.with_suffix(""))
+            _sync_dir(self.out_dir)
+        except OSError:
+            self._writer_errors += 1
+        self._fd = -1
+
+    def _rotate(self) -> None:
+        self._close_file()
+        self._reopen()
+
+    def _reopen(self) -> None:
+        try:
+            self._open_file(self._index + 1)
+        except OSError:
+            self._writer_errors += 1
+            self._fd = -1
+            self._index += 1  # the next try takes a fresh name
+
+
+def _stamp() -> dict[str, object]:
+    return {"ts_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}
+
+
+def _with_seq(seq: int, body: bytes) -> bytes:
+    # seq first, for whoever reads the file with their eyes: {"seq":N,"kind":...}; `body` is
+    # a non-empty object.
+    return b'{"seq":%d,%b\n' % (seq, body[1:])
+
+
+def _sync_dir(path: Path) -> None:
+    """fsync a folder, so that a file created or renamed in it survives power loss."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

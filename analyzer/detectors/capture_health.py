@@ -1,0 +1,103 @@
+"""How complete the capture is: lost or skipped records, reader warnings, open streams.
+
+Flags an input whose reader lost records or skipped them (torn or corrupt lines, `seq` gaps,
+records the addon dropped, an unclean stop, stream bodies a dump did not keep; low: a finding
+may be missing or spurious where records are missing), or that only carries notes (a BOM, a
+newer schema minor, duplicates; info), and each session with HTTP responses still open when the
+capture stopped (info: their losses are not judged). What to change: stop the proxy cleanly
+after the traffic under test ends, and give the capture writer disk and queue room.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity, finding_rows
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+#: Damage kinds of an input report (`analyzer.ingest.common.DAMAGE` keys) that mean records
+#: of the traffic are missing from the analysis; every other kind is a note.
+LOSSES: Final = frozenset(
+    {
+        "torn_line",
+        "corrupt_line",
+        "invalid_utf8",
+        "invalid_record",
+        "seq_gap",
+        "missing_close",
+        "chunk_gap",
+        "writer_dropped",
+        "addon_errors",
+        "body_missing",
+        "har_missing_text",
+        "har_bad_entry",
+        "mitm_bad_flow",
+    }
+)
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """Findings per damaged input and per session with streams open at capture end."""
+    inputs = []
+    for report in timeline.inputs:
+        counts = {key: n for key, n in report.counts.items() if n}
+        if not counts and not report.skipped and not report.warnings:
+            continue
+        name = PurePath(report.path).name
+        lost = sorted(key for key in counts if key in LOSSES)
+        lines = [f"{report.path}: {report.records} records read, {report.skipped} skipped."]
+        lines += [f"- {warning}" for warning in report.warnings]
+        if lost:
+            lines.append("Findings may be missing or spurious where records are missing.")
+        inputs.append(
+            {
+                "severity": Severity.LOW if lost or report.skipped else Severity.INFO,
+                "title": f"{name}: " + "; ".join(report.warnings or ("records skipped",)),
+                "detail": "\n".join(lines),
+                # The file name and damage kinds, never the path or counts: the same capture
+                # read from elsewhere keeps its fingerprint (DESIGN.md §5).
+                "fingerprint_extra": [name, *sorted(counts)],
+            }
+        )
+    open_at_shutdown = (
+        timeline.exchanges.filter(pl.col("end_how") == "open_at_shutdown")
+        .group_by("session_id")
+        .agg(
+            pl.col("era").sort_by("ts", "seq").first(),
+            pl.col("flow_id").sort_by("ts", "seq").alias("flow_ids"),
+            pl.col("stream_id")
+            .sort_by("ts", "seq")
+            .drop_nulls()
+            .unique(maintain_order=True)
+            .alias("stream_ids"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.max_horizontal(pl.col("ts").max(), pl.col("end_ts").max()).alias("last_ts"),
+        )
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.format("{} response(s) open at capture end", pl.col("flow_ids").list.len()).alias(
+                "title"
+            ),
+            pl.lit(
+                "These HTTP responses were still open when the capture stopped: their losses "
+                "and replays are not judged. Stop the proxy after the traffic under test ends."
+            ).alias("detail"),
+            "flow_ids",
+            "stream_ids",
+            "first_ts",
+            "last_ts",
+        )
+    )
+    return pl.concat([finding_rows(inputs), open_at_shutdown], how="diagonal_relaxed")
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="capture-health", severity=Severity.INFO, description=__doc__ or "", detect=detect
+)

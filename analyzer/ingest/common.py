@@ -1,0 +1,183 @@
+"""What every input reader shares: the input report, the errors, and the Parquet part writer."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.normalize import NormalizedFrames, Normalizer
+
+__all__ = [
+    "DAMAGE",
+    "IngestError",
+    "InputReport",
+    "PartWriter",
+    "RecordMaker",
+    "UnreadableInput",
+    "UnsupportedSchema",
+    "describe_counts",
+    "finished_report",
+    "normalize_to_parts",
+]
+
+
+class IngestError(Exception):
+    """Root of ingest errors: an input that cannot be analyzed at all (the CLI exits 2)."""
+
+
+class UnreadableInput(IngestError):
+    """A path that does not exist, cannot be read, or is no capture, dump or HAR file."""
+
+
+class UnsupportedSchema(IngestError):
+    """A capture written in a schema major version this analyzer does not know."""
+
+
+# Damage and notes an input can carry, with the words of its warning. The keys are stable:
+# the capture-health detector and the JSON report read them. Counted "lines" are skipped.
+DAMAGE: Mapping[str, str] = {
+    "torn_line": "torn last line(s) skipped",
+    "corrupt_line": "corrupt line(s) skipped (not JSON)",
+    "invalid_utf8": "line(s) with invalid UTF-8 skipped",
+    "invalid_record": "malformed record(s) skipped",
+    "unknown_kind": "record(s) of an unknown kind skipped",
+    "blank_line": "blank line(s) skipped",
+    "bom": "byte order mark(s) stripped",
+    "nonstrict_json": "line(s) that are not strict JSON read leniently",
+    "duplicate_record": "duplicated record(s) skipped",
+    "duplicate_file": "duplicated capture file(s) ignored",
+    "duplicate_input": "input(s) already read through another path, ignored",
+    "seq_gap": "record(s) missing (gaps in seq)",
+    "missing_close": "run(s) without capture_close (unclean stop)",
+    "missing_open": "file(s) without capture_open",
+    "chunk_gap": "chunk record(s) missing within responses",
+    "late_record": "record(s) after their stream's end skipped",
+    "writer_dropped": "record(s) dropped by the capture writer (queue full)",
+    "addon_errors": "capture addon error(s)",
+    "server_unreachable": "connection(s) to the upstream failed",
+    "newer_minor": "file(s) of a newer schema minor version (unknown fields ignored)",
+    "body_missing": "streamed response body(ies) not kept by the dump",
+    "har_missing_text": "response content(s) without text in the HAR",
+    "har_bad_entry": "HAR entry(ies) skipped (malformed)",
+    "mitm_bad_flow": "dump flow(s) skipped (unreadable)",
+}
+
+# Counts that stand for skipped lines (the `skipped` of the report).
+SKIPPED_KEYS = frozenset(
+    {
+        "torn_line",
+        "corrupt_line",
+        "invalid_utf8",
+        "invalid_record",
+        "unknown_kind",
+        "blank_line",
+        "duplicate_record",
+        "late_record",
+    }
+)
+
+
+def describe_counts(counts: Mapping[str, int]) -> tuple[str, ...]:
+    """One warning sentence per non-zero count, in `DAMAGE` order."""
+    out = []
+    for key, words in DAMAGE.items():
+        n = counts.get(key, 0)
+        if n:
+            out.append(f"{n} {words}")
+    for key in sorted(set(counts) - set(DAMAGE)):
+        if counts[key]:
+            out.append(f"{counts[key]} {key.replace('_', ' ')}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class InputReport:
+    """What reading one input gave: the `inputs[]` entry of the JSON report (DESIGN.md §6)."""
+
+    path: str
+    kind: str  # capture | mitm | har
+    records: int  # records read (synthesized ones for dumps and HAR)
+    skipped: int  # lines or entries skipped
+    counts: Mapping[str, int] = field(default_factory=dict)  # DAMAGE key -> count
+    warnings: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    cached: bool = False  # read from the Parquet cache
+
+    def as_json(self) -> dict[str, object]:
+        """The report's `inputs[]` object."""
+        return {
+            "path": self.path,
+            "records": self.records,
+            "skipped": self.skipped,
+            "warnings": list(self.warnings),
+        }
+
+
+class PartWriter:
+    """Writes normalized batches as Parquet parts `<table>-<prefix>-<n>.parquet` in a folder."""
+
+    def __init__(self, directory: Path, prefix: str) -> None:
+        self.directory = directory
+        self.prefix = prefix
+        self._n = 0
+
+    def write(self, frames: NormalizedFrames) -> None:
+        for table in ("flows", "events", "messages", "tools", "payloads"):
+            frame = getattr(frames, table)
+            if frame.height == 0:
+                continue
+            path = self.directory / f"{table}-{self.prefix}-{self._n:05d}.parquet"
+            frame.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
+            os.chmod(path, 0o600)
+        self._n += 1
+
+
+def normalize_to_parts(
+    records: Iterable[dict[str, Any]],
+    out_dir: Path,
+    prefix: str,
+    *,
+    replica_header: str | None,
+    client_header: str | None,
+) -> tuple[int, Counter[str]]:
+    """Feed synthesized records through a Normalizer into Parquet parts; (records, counts)."""
+    normalizer = Normalizer(replica_header=replica_header, client_header=client_header)
+    writer = PartWriter(out_dir, prefix)
+    for record in records:
+        normalizer.add(record)
+        if normalizer.pending_events() >= normalizer.batch_events:
+            writer.write(normalizer.drain())
+    writer.write(normalizer.finish())
+    return normalizer.records, normalizer.counts
+
+
+def finished_report(path: Path, kind: str, records: int, counts: Mapping[str, int]) -> InputReport:
+    """The report of a dump or HAR input."""
+    clean = {key: n for key, n in sorted(counts.items()) if n}
+    return InputReport(
+        path=str(path),
+        kind=kind,
+        records=records,
+        skipped=sum(n for key, n in clean.items() if key in SKIPPED_KEYS)
+        + clean.get("har_bad_entry", 0)
+        + clean.get("mitm_bad_flow", 0),
+        counts=clean,
+        warnings=describe_counts(clean),
+        files=(str(path),),
+    )
+
+
+class RecordMaker:
+    """Stamps synthesized records with `seq` and nanosecond times (dumps and HAR)."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def make(self, kind: str, ts_ns: int, **fields: Any) -> dict[str, Any]:
+        record = {"kind": kind, "seq": self.seq, "ts_ns": ts_ns, "mono_ns": ts_ns, **fields}
+        self.seq += 1
+        return record

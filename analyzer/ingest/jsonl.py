@@ -1,0 +1,513 @@
+"""Reader of seamwatch capture files (JSON Lines, schema 1): a directory, a file, rotated files.
+
+Tolerant by design (DESIGN.md §4): a torn last line (`.partial` files are written as they go),
+a corrupt middle line, invalid UTF-8, a byte order mark, a `seq` gap, a missing
+`capture_close`, duplicated records are each counted in the input's report and skipped; the
+rest is read. Only an unknown schema MAJOR stops the analysis (`UnsupportedSchema`).
+
+Lines are parsed one by one (never `pl.read_ndjson`, which fails a whole file on one bad
+line) with pydantic-core's JSON parser and a cheap structural check per record kind; full
+pydantic validation costs ~3x more per record and the normalizer needs only these fields.
+
+Both cores: the flows are split between worker processes by a hash of the flow id, read off
+each line without parsing it. Every worker reads every line, parses only its own, and runs its
+own `Normalizer`, so an SSE stream is always decoded by one decoder, in order. Lines without a
+flow (capture_open, capture_stats, ...) and lines too damaged to route go to worker 0.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import zlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+from analyzer.ingest.common import (
+    SKIPPED_KEYS,
+    InputReport,
+    PartWriter,
+    UnreadableInput,
+    UnsupportedSchema,
+    describe_counts,
+)
+from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
+from analyzer.records import SCHEMA_MAJOR, SCHEMA_MINOR
+
+__all__ = ["PARALLEL_MIN_BYTES", "capture_files", "is_capture_file", "read_capture"]
+
+# Below this much input a process pool costs more (interpreter start, imports) than it saves.
+PARALLEL_MIN_BYTES = 24 << 20
+_READ_BLOCK = 16 << 20
+_BOM = b"\xef\xbb\xbf"
+_FLOW_KEY = b'"flow":'
+_HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
+
+
+def is_capture_file(path: Path) -> bool:
+    """True for `*.jsonl` and `*.jsonl.partial` names."""
+    name = path.name
+    return name.endswith(".jsonl") or name.endswith(".jsonl.partial")
+
+
+def capture_files(path: Path) -> list[Path]:
+    """The capture files an input path names: itself, or the capture files in a directory."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and is_capture_file(p))
+        if not files:
+            raise UnreadableInput(f"{path}: no capture files (*.jsonl, *.jsonl.partial)")
+        return files
+    if path.is_file():
+        return [path]
+    raise UnreadableInput(f"{path}: no such file or directory")
+
+
+@dataclass(frozen=True)
+class _File:
+    path: str
+    run: str  # run_id, or a stand-in when the file has no readable capture_open
+    run_id: str | None
+    client_header: str | None  # the proxy's --client-header, from capture_open
+    file_index: int
+    first_ts: int
+    size: int
+
+
+@dataclass
+class _Run:
+    """Per-run bookkeeping of one worker."""
+
+    breaks: list[tuple[int, int]] = field(default_factory=list)  # (position, seq)
+    offset: int | None = None
+    last: tuple[int, int] | None = None
+    closed: bool = False
+    dropped: int = 0
+    addon_errors: int = 0
+
+
+@dataclass(frozen=True)
+class _Task:
+    files: tuple[_File, ...]
+    part: int
+    parts: int
+    out_dir: str
+    prefix: str
+    replica_header: str | None
+    client_header: str | None
+    batch_events: int
+
+
+@dataclass
+class _Result:
+    counts: Counter[str]
+    records: int
+    runs: dict[str, _Run]
+    bytes_read: int
+
+
+def _schema_major(path: str, schema: object) -> tuple[int, int]:
+    text = schema if isinstance(schema, str) else ""
+    major, _, minor = text.partition(".")
+    if not major.isdigit():
+        raise UnsupportedSchema(f"{path}: capture schema {schema!r} is not MAJOR.MINOR")
+    if int(major) != SCHEMA_MAJOR:
+        raise UnsupportedSchema(
+            f"{path}: capture schema {text} is not supported "
+            f"(this seamwatch reads schema {SCHEMA_MAJOR}.x)"
+        )
+    return int(major), int(minor) if minor.isdigit() else 0
+
+
+def _head(path: Path) -> tuple[dict[str, Any] | None, int]:
+    """The file's first record when it parses, and the file size."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        line = fh.readline(1 << 20)
+    if line.startswith(_BOM):
+        line = line[3:]
+    try:
+        first = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None, size
+    return (first if isinstance(first, dict) else None), size
+
+
+def _plan(files: Sequence[Path], counts: Counter[str]) -> list[_File]:
+    """Order files by run (first capture_open time) and rotation index; drop duplicates."""
+    planned: dict[tuple[str, int], _File] = {}
+    for path in files:
+        first, size = _head(path)
+        if first is not None and first.get("kind") == "capture_open":
+            _, minor = _schema_major(str(path), first.get("schema"))
+            if minor > SCHEMA_MINOR:
+                counts["newer_minor"] += 1
+            run = str(first.get("run_id"))
+            index = first.get("file_index")
+            file_index = index if isinstance(index, int) else 0
+            ts = first.get("ts_ns")
+            header = first.get("client_header")
+            entry = _File(
+                str(path),
+                run,
+                run,
+                header if isinstance(header, str) else None,
+                file_index,
+                ts if isinstance(ts, int) else 0,
+                size,
+            )
+        else:
+            if size:
+                counts["missing_open"] += 1
+            entry = _File(str(path), f"?{path.name}", None, None, 0, 0, size)
+        key = (entry.run, entry.file_index)
+        other = planned.get(key)
+        if other is not None:
+            # The same rotation of a run twice (a `.partial` left beside its renamed file):
+            # keep the finished one, else the longer.
+            counts["duplicate_file"] += 1
+            if (other.path.endswith(".partial"), -other.size) <= (
+                entry.path.endswith(".partial"),
+                -entry.size,
+            ):
+                continue
+        planned[key] = entry
+    run_start: dict[str, int] = {}
+    for entry in planned.values():
+        run_start[entry.run] = min(run_start.get(entry.run, entry.first_ts), entry.first_ts)
+    return sorted(planned.values(), key=lambda f: (run_start[f.run], f.run, f.file_index, f.path))
+
+
+def _route(line: bytes, parts: int) -> int:
+    """The worker owning a line: by a stable hash of its flow id, 0 when it has none."""
+    i = line.find(_FLOW_KEY)
+    if i < 0:
+        return 0
+    # Inside a JSON string every '"' is escaped, so an unescaped `"flow":` is the record's
+    # own top-level key (no nested object of schema 1 has a "flow" member).
+    j = i + len(_FLOW_KEY)
+    while line[j : j + 1] == b" ":
+        j += 1
+    if line[j : j + 1] != b'"':
+        return 0
+    k = line.find(b'"', j + 1)
+    return zlib.crc32(line[j + 1 : k]) % parts
+
+
+_REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
+    "capture_open": (("schema", str), ("run_id", str)),
+    "request": (("flow", str), ("method", str), ("path", str), ("headers", list)),
+    "response": (("flow", str), ("status", int), ("headers", list)),
+    "chunk": (("flow", str), ("n", int), ("data", dict)),
+    "stream_end": (("flow", str), ("how", str)),
+    "server_unreachable": (("upstream", str),),
+    "capture_stats": (),
+    "capture_close": (),
+}
+
+
+def _body_ok(body: object) -> bool:
+    if body is None:
+        return True
+    if type(body) is not dict:
+        return False
+    text = body.get("text")
+    if text is not None:
+        return type(text) is str
+    return type(body.get("b64")) is str
+
+
+def _headers_ok(headers: list[Any]) -> bool:
+    for item in headers:
+        if type(item) is not list or len(item) != 2:
+            return False
+        if type(item[0]) is not str or type(item[1]) is not str:
+            return False
+    return True
+
+
+def _check(record: object) -> str | None:
+    """Why a parsed line is no usable schema-1 record (a DAMAGE key), None when it is one."""
+    if type(record) is not dict:
+        return "invalid_record"
+    kind = record.get("kind")
+    required = _REQUIRED.get(kind) if type(kind) is str else None
+    if required is None:
+        return "unknown_kind" if type(kind) is str else "invalid_record"
+    seq = record.get("seq")
+    if type(seq) is not int or seq < 0 or type(record.get("ts_ns")) is not int:
+        return "invalid_record"
+    for name, expected in required:
+        if type(record.get(name)) is not expected:
+            return "invalid_record"
+    if kind == "chunk":
+        if not _body_ok(record["data"]) or record["data"] is None:
+            return "invalid_record"
+    elif kind == "request" or kind == "response":
+        if not _headers_ok(record["headers"]) or not _body_ok(record.get("body")):
+            return "invalid_record"
+    elif kind == "stream_end" and record["how"] not in _HOW:
+        return "invalid_record"
+    return None
+
+
+def _scan(task: _Task) -> _Result:
+    """One worker: read every line of every file, handle the lines this worker owns."""
+    # Millions of short-lived, acyclic objects: the cyclic collector would rescan the growing
+    # column lists again and again (a quarter of the time). Reference counting frees them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan_files(task)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _scan_files(task: _Task) -> _Result:
+    normalizer = Normalizer(
+        replica_header=task.replica_header,
+        client_header=task.client_header,
+        batch_events=task.batch_events,
+    )
+    writer = PartWriter(Path(task.out_dir), f"{task.prefix}{task.part}")
+    counts: Counter[str] = Counter()
+    runs: dict[str, _Run] = {}
+    positions: dict[str, int] = {}
+    seen_other: set[tuple[str, int]] = set()  # (run, seq) of records without a flow
+    parts = task.parts
+    part = task.part
+    from_json = pydantic_core.from_json
+    add = normalizer.add
+    batch = task.batch_events
+    bytes_read = 0
+
+    for file in task.files:
+        run = runs.setdefault(file.run, _Run())
+        pos = positions.get(file.run, 0)
+        # Worker 0 alone sees capture_open (it has no flow): tell every worker the run here.
+        normalizer.set_run(file.run_id, file.client_header)
+        with open(file.path, "rb") as fh:
+            carry = b""
+            first_line = True
+            while True:
+                block = fh.read(_READ_BLOCK)
+                if not block:
+                    break
+                bytes_read += len(block)
+                if carry:
+                    block = carry + block
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    carry = block
+                    continue
+                carry = block[cut + 1 :]
+                lines = block[:cut].split(b"\n")
+                for line in lines:
+                    position = pos
+                    pos += 1
+                    if parts > 1 and _route(line, parts) != part:
+                        first_line = False
+                        continue
+                    if first_line:
+                        first_line = False
+                        if line.startswith(_BOM):
+                            counts["bom"] += 1
+                            line = line[3:]
+                    record = _parse(line, False, counts, from_json)
+                    if record is not None:
+                        _take(record, position, file, run, counts, seen_other, add)
+                if normalizer.pending_events() >= batch:
+                    writer.write(normalizer.drain())
+            if carry:
+                # The file does not end with a line end: the writer stopped mid-line.
+                position = pos
+                pos += 1
+                if parts == 1 or _route(carry, parts) == part:
+                    if first_line and carry.startswith(_BOM):
+                        counts["bom"] += 1
+                        carry = carry[3:]
+                    record = _parse(carry, True, counts, from_json)
+                    if record is not None:
+                        _take(record, position, file, run, counts, seen_other, add)
+        positions[file.run] = pos
+    writer.write(normalizer.finish())
+    counts.update(normalizer.counts)
+    return _Result(counts, normalizer.records, runs, bytes_read)
+
+
+def _parse(
+    line: bytes, torn: bool, counts: Counter[str], from_json: Callable[..., Any]
+) -> dict[str, Any] | None:
+    """The record on a line, or None (counted) when the line is unusable."""
+    try:
+        record = from_json(line, allow_inf_nan=False, cache_strings="keys")
+    except ValueError:
+        if not line.strip():
+            counts["blank_line"] += 1
+            return None
+        if torn:
+            counts["torn_line"] += 1
+            return None
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            counts["invalid_utf8"] += 1
+            return None
+        try:
+            # Lone surrogates or NaN: not the strict JSON the writer promises, still readable.
+            record = json.loads(line)
+        except ValueError:
+            counts["corrupt_line"] += 1
+            return None
+        counts["nonstrict_json"] += 1
+    problem = _check(record)
+    if problem is not None:
+        counts[problem] += 1
+        return None
+    result: dict[str, Any] = record
+    return result
+
+
+def _take(
+    record: dict[str, Any],
+    position: int,
+    file: _File,
+    run: _Run,
+    counts: Counter[str],
+    seen_other: set[tuple[str, int]],
+    add: Callable[[dict[str, Any]], None],
+) -> None:
+    kind = record["kind"]
+    seq = record["seq"]
+    if "flow" not in record or record["flow"] is None:
+        key = (file.run, seq)
+        if key in seen_other:
+            counts["duplicate_record"] += 1
+            return
+        seen_other.add(key)
+        if kind == "capture_open":
+            _schema_major(file.path, record["schema"])
+        elif kind == "capture_close" or kind == "capture_stats":
+            if kind == "capture_close":
+                run.closed = True
+            dropped = record.get("dropped")
+            errors = record.get("addon_errors")
+            if type(dropped) is int:
+                run.dropped = max(run.dropped, dropped)
+            if type(errors) is int:
+                run.addon_errors = max(run.addon_errors, errors)
+    # Capture health: `seq` minus line position is constant while nothing is lost; keep only
+    # the places where it changes (merged across workers by the parent).
+    offset = seq - position
+    if offset != run.offset:
+        run.offset = offset
+        run.breaks.append((position, seq))
+    run.last = (position, seq)
+    try:
+        add(record)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        counts["invalid_record"] += 1
+
+
+def _missing_records(runs: Sequence[_Run]) -> int:
+    """Records lost on disk in one run, from the workers' (position, seq) change points."""
+    points = sorted({p for run in runs for p in [*run.breaks, *([run.last] if run.last else [])]})
+    if not points:
+        return 0
+    missing = max(0, points[0][1] - points[0][0])
+    previous = points[0][1] - points[0][0]
+    for position, seq in points[1:]:
+        offset = seq - position
+        if offset > previous:
+            missing += offset - previous
+        previous = offset
+    return missing
+
+
+def _run(tasks: list[_Task], out_dir: Path) -> list[_Result]:
+    """Run the workers: in this process for one, else in a pool (falling back to one)."""
+    if len(tasks) > 1:
+        # "spawn", not "fork": the parent may already run Polars' thread pool, which a forked
+        # child would inherit mid-lock. Spawn re-imports the caller's __main__ (it needs the
+        # usual `if __name__ == "__main__"` guard); when the pool cannot start, read in here.
+        try:
+            with ProcessPoolExecutor(len(tasks), mp_context=get_context("spawn")) as pool:
+                return list(pool.map(_scan, tasks))
+        except (BrokenProcessPool, RuntimeError):
+            for part in out_dir.glob("*.parquet"):
+                part.unlink()
+    return [_scan(replace(tasks[0], part=0, parts=1))]
+
+
+def read_capture(
+    path: Path,
+    out_dir: Path,
+    *,
+    replica_header: str | None = None,
+    client_header: str | None = None,
+    workers: int | None = None,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+) -> InputReport:
+    """Read a capture directory or file, writing the normalized tables as parts to `out_dir`.
+
+    `workers` defaults to the usable CPUs when the input is large enough to pay for a pool.
+    Raises UnreadableInput or UnsupportedSchema; everything else is a counted warning.
+    """
+    counts: Counter[str] = Counter()
+    try:
+        files = _plan(capture_files(path), counts)
+    except OSError as e:
+        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+    total = sum(f.size for f in files)
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if total >= PARALLEL_MIN_BYTES else 1
+    workers = max(1, workers)
+    tasks = [
+        _Task(
+            tuple(files),
+            part,
+            workers,
+            str(out_dir),
+            "c",
+            replica_header,
+            client_header,
+            batch_events,
+        )
+        for part in range(workers)
+    ]
+    try:
+        results = _run(tasks, out_dir)
+    except OSError as e:
+        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+    records = 0
+    by_run: dict[str, list[_Run]] = {}
+    for result in results:
+        counts.update(result.counts)
+        records += result.records
+        for name, run in result.runs.items():
+            by_run.setdefault(name, []).append(run)
+    for runs in by_run.values():
+        counts["seq_gap"] += _missing_records(runs)
+        if not any(run.closed for run in runs):
+            counts["missing_close"] += 1
+        counts["writer_dropped"] += max(run.dropped for run in runs)
+        counts["addon_errors"] += max(run.addon_errors for run in runs)
+    clean = {key: n for key, n in sorted(counts.items()) if n}
+    return InputReport(
+        path=str(path),
+        kind="capture",
+        records=records,
+        skipped=sum(n for key, n in clean.items() if key in SKIPPED_KEYS),
+        counts=clean,
+        warnings=describe_counts(clean),
+        files=tuple(f.path for f in files),
+    )

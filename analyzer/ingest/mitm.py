@@ -1,0 +1,157 @@
+"""Reader of mitmproxy dumps (`mitmdump -w`, `.mitm`), as the records a capture would hold.
+
+The only analyzer module that imports mitmproxy, lazily (DESIGN.md §3). A flow becomes a
+request, a response, its body as one chunk when it is an event stream (timed at the end of the
+response: a dump keeps no per-event times), and a stream_end. A body mitmproxy streamed through
+(`stream_large_bodies`, or an addon setting `flow.response.stream`) is not in the dump: such a
+response is marked `body_missing` and counted in the input's warnings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from analyzer.ingest.common import (
+    InputReport,
+    RecordMaker,
+    UnreadableInput,
+    finished_report,
+    normalize_to_parts,
+)
+from analyzer.records import body_from_bytes
+
+__all__ = ["read_mitm"]
+
+
+def _ns(seconds: float | None, fallback: int) -> int:
+    return int(seconds * 1e9) if seconds else fallback
+
+
+def _address(peer: Any) -> str | None:
+    if not peer:
+        return None
+    host, port = peer[0], peer[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+def _headers(headers: Any) -> list[list[str]]:
+    return [[k.decode("utf-8", "replace"), v.decode("utf-8", "replace")] for k, v in headers.fields]
+
+
+def _content(message: Any) -> bytes | None:
+    try:
+        content: bytes | None = message.get_content(strict=False)
+    except ValueError:
+        content = message.raw_content
+    return content
+
+
+def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+    request = flow.request
+    flow_id = str(flow.id)
+    started = _ns(request.timestamp_start, 0)
+    body = _content(request)
+    yield make.make(
+        "request",
+        started,
+        flow=flow_id,
+        method=request.method,
+        scheme=request.scheme,
+        authority=request.authority or request.pretty_host,
+        path=request.path,
+        http_version=request.http_version,
+        headers=_headers(request.headers),
+        client=_address(getattr(flow.client_conn, "peername", None)) or "",
+        upstream=_address(getattr(flow.server_conn, "peername", None)),
+        body=None if body is None else body_from_bytes(body),
+    )
+    response = flow.response
+    error = flow.error.msg if flow.error is not None else None
+    if response is None:
+        ended = _ns(flow.error.timestamp if flow.error else None, started)
+        yield make.make("stream_end", ended, flow=flow_id, how="error", error=error)
+        return
+    headers = _headers(response.headers)
+    media = next((v for k, v in headers if k.lower() == "content-type"), "")
+    sse = media.split(";", 1)[0].strip().lower() == "text/event-stream"
+    content = _content(response) if response.raw_content is not None else None
+    missing = response.raw_content is None and response.status_code not in (202, 204, 304)
+    if missing:
+        counts["body_missing"] += 1
+    upstream = _address(getattr(flow.server_conn, "peername", None))
+    responded = _ns(response.timestamp_start, started)
+    yield make.make(
+        "response",
+        responded,
+        flow=flow_id,
+        status=response.status_code,
+        http_version=response.http_version,
+        headers=headers,
+        replica=upstream,
+        replica_source="upstream" if upstream else None,
+        streamed=sse,
+        body=None if sse or content is None else body_from_bytes(content),
+        body_missing=missing,
+    )
+    ended = _ns(response.timestamp_end, responded)
+    if sse and content:
+        yield make.make(
+            "chunk", ended, flow=flow_id, n=0, content_encoding=None, data=body_from_bytes(content)
+        )
+    if error:
+        yield make.make("stream_end", ended, flow=flow_id, how="error", error=error)
+    elif response.timestamp_end:
+        yield make.make("stream_end", ended, flow=flow_id, how="complete", error=None)
+    else:
+        yield make.make("stream_end", ended, flow=flow_id, how="open_at_shutdown", error=None)
+
+
+def _records(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+    from mitmproxy import http, io
+    from mitmproxy.exceptions import FlowReadException
+
+    make = RecordMaker()
+    flows = []
+    with path.open("rb") as fh:
+        try:
+            for flow in io.FlowReader(fh).stream():
+                if isinstance(flow, http.HTTPFlow):
+                    flows.append(flow)
+        except FlowReadException as e:
+            if not flows:
+                raise UnreadableInput(f"{path}: not a mitmproxy dump ({e})") from e
+            counts["mitm_bad_flow"] += 1  # a torn tail: keep what was read
+    flows.sort(key=lambda f: f.request.timestamp_start or 0.0)
+    for flow in flows:
+        try:
+            records = list(_flow_records(flow, make, counts))
+        except (AttributeError, TypeError, ValueError):
+            counts["mitm_bad_flow"] += 1
+            continue
+        yield from records
+
+
+def read_mitm(
+    path: Path,
+    out_dir: Path,
+    *,
+    replica_header: str | None = None,
+    client_header: str | None = None,
+) -> InputReport:
+    """Read a mitmproxy dump, writing the normalized tables as parts to `out_dir`."""
+    counts: Counter[str] = Counter()
+    try:
+        records, normalized = normalize_to_parts(
+            _records(path, counts),
+            out_dir,
+            "m",
+            replica_header=replica_header,
+            client_header=client_header,
+        )
+    except OSError as e:
+        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+    counts.update(normalized)
+    return finished_report(path, "mitm", records, counts)

@@ -1,0 +1,980 @@
+"""Normalize: capture records → flows, SSE events, JSON-RPC messages, listed tools, payloads.
+
+Sans-IO (DESIGN.md §3): `Normalizer.add(record)` takes schema-1 record dicts in capture order,
+whatever input they came from (captures, mitmproxy dumps and HAR files are all turned into the
+same records), and `drain()` hands back column batches as DataFrames of the `analyzer.schema`
+`RAW_*` tables. Per flow, the chunk data is fed to one `SseDecoder`, so every event is decoded
+exactly as a browser would decode the concatenated stream; an event's `ts` and `seq` are those
+of the chunk record that completed it.
+
+This is the per-record hot path of a first analysis (≥200k events/s is the target on two
+cores), hence the plain column lists, the bound `append`s and the memo of recently seen `data`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+import polars as pl
+
+from analyzer import schema as S
+from analyzer.canonical import canonical_hash, canonical_json
+from analyzer.jsonrpc import Kind, Message, classify, iter_messages
+from analyzer.sse import SseDecoder, SseEvent
+
+__all__ = [
+    "DEFAULT_BATCH_EVENTS",
+    "NormalizedFrames",
+    "Normalizer",
+    "fast_canonical_hash",
+    "normalize_records",
+]
+
+DEFAULT_BATCH_EVENTS = 50_000
+"""Events per batch: column lists of Python objects cost ~1.5 KB an event until drained."""
+
+# 2026-07-28 request metadata (SEP-2575): every request carries these in params._meta.
+_META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+_META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+# Reasons for which `classify` had no parsed value: the payload is compared as bytes.
+_UNPARSED = frozenset(
+    {
+        "not-utf8",
+        "not-json",
+        "nan-or-infinity",
+        "number-too-long",
+        "number-out-of-range",
+        "too-deep",
+    }
+)
+
+_MEMO_MAX = 4096  # replays re-send recent events: a small memo catches them
+_json_list = json.JSONEncoder(ensure_ascii=False).encode
+_SEEN_PAYLOADS_MAX = 200_000
+
+# ---------------------------------------------------------------------------------------------
+# Canonical hashing, fast path
+# ---------------------------------------------------------------------------------------------
+
+# `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`
+# through its C encoder built once (`JSONEncoder.encode` builds a new one on every call).
+if c_make_encoder is not None:
+    _c_encoder = c_make_encoder(None, None, encode_basestring, None, ":", ",", True, False, False)
+
+    def _sorted_compact(value: object) -> str:
+        return "".join(_c_encoder(value, 0))
+
+else:  # pragma: no cover - interpreters without the C accelerator
+    _sorted_compact = json.JSONEncoder(  # type: ignore[assignment]
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode
+
+# In compact output every number but a top-level one follows ':', ',' or '['; a float's repr
+# always holds '.' or an exponent, an int's never does. No match proves the value has no float.
+# (A top-level number takes the full path; the regex has no '^' branch, which is 3x slower.)
+_FLOAT_TOKEN = re.compile(r"[:,\[]-?[0-9]+[.eE]")
+_NUMBER_START = frozenset("-0123456789")
+# Key order by code point equals RFC 8785's UTF-16 order unless a key holds a character past
+# U+FFFF; any other character is escaped the same way by both encoders.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def fast_canonical_hash(value: object) -> str:
+    """`canonical_hash(value)`, via the C JSON encoder when that gives the same text.
+
+    For a value without floats and without characters past U+FFFF, `json` with sorted keys and
+    compact separators writes exactly the RFC 8785 text (same string escaping, `int.__repr__`
+    numbers, and code-point order equals UTF-16 order); anything else takes the full
+    `analyzer.canonical` path. tests/test_normalize.py checks the equivalence with hypothesis.
+    """
+    try:
+        text = _sorted_compact(value)
+    except (TypeError, ValueError, RecursionError):
+        return canonical_hash(value)
+    if (
+        (text.isascii() or _ASTRAL.search(text) is None)
+        and text[:1] not in _NUMBER_START
+        and _FLOAT_TOKEN.search(text) is None
+    ):
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return canonical_hash(value)
+
+
+def _raw_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# Message description
+# ---------------------------------------------------------------------------------------------
+
+# (member, kind, rpc_id, method, reason, payload_hash, tool_name, arguments_hash, mrtr_params,
+#  input_required, is_error, error_code, protocol_version, client_info, cancel_id)
+_MsgRow = tuple[
+    int | None,
+    str,
+    str | None,
+    str | None,
+    str | None,
+    str,
+    str | None,
+    str | None,
+    bool | None,
+    bool | None,
+    bool | None,
+    int | None,
+    str | None,
+    str | None,
+    str | None,
+]
+# (rpc_id, tool_name, annotated, read_only, destructive, idempotent, open_world)
+_ToolRow = tuple[str | None, str, bool, bool | None, bool | None, bool | None, bool | None]
+
+
+def _client_info(info: object) -> str | None:
+    if not isinstance(info, dict):
+        return None
+    name = info.get("name")
+    version = info.get("version")
+    if not isinstance(name, str):
+        return None
+    return f"{name}/{version}" if isinstance(version, str) else name
+
+
+def _hint(annotations: Mapping[str, Any], key: str) -> bool | None:
+    value = annotations.get(key)
+    return value if isinstance(value, bool) else None
+
+
+def _describe(msg: Message, member: int | None, raw_hash: str) -> tuple[_MsgRow, list[_ToolRow]]:
+    """One message's row (everything but where it was carried) and the tools it lists."""
+    kind = msg.kind
+    value = msg.value
+    payload_hash = raw_hash if msg.reason in _UNPARSED else fast_canonical_hash(value)
+    tool_name = arguments_hash = protocol_version = client_info = cancel_id = None
+    mrtr_params = input_required = is_error = None
+    error_code: int | None = None
+    tools: list[_ToolRow] = []
+    if isinstance(value, dict):
+        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+            params = value.get("params")
+            if isinstance(params, dict):
+                method = msg.method
+                if method == "tools/call":
+                    name = params.get("name")
+                    tool_name = name if isinstance(name, str) else None
+                    if "arguments" in params:
+                        arguments_hash = fast_canonical_hash(params["arguments"])
+                    mrtr_params = "inputResponses" in params or "requestState" in params
+                elif method == "initialize":
+                    pv = params.get("protocolVersion")
+                    protocol_version = pv if isinstance(pv, str) else None
+                    client_info = _client_info(params.get("clientInfo"))
+                elif method == "notifications/cancelled" and "requestId" in params:
+                    try:
+                        cancel_id = canonical_json(params["requestId"])
+                    except (TypeError, ValueError):
+                        cancel_id = None
+                meta = params.get("_meta")
+                if isinstance(meta, dict):
+                    if client_info is None and _META_CLIENT_INFO in meta:
+                        client_info = _client_info(meta[_META_CLIENT_INFO])
+                    pv = meta.get(_META_PROTOCOL_VERSION)
+                    if protocol_version is None and isinstance(pv, str):
+                        protocol_version = pv
+        elif kind is Kind.RESPONSE:
+            result = value.get("result")
+            if isinstance(result, dict):
+                pv = result.get("protocolVersion")
+                protocol_version = pv if isinstance(pv, str) else None
+                input_required = result.get("resultType") == "input_required" or bool(
+                    result.get("inputRequests")
+                )
+                is_error = result.get("isError") is True
+                listed = result.get("tools")
+                if isinstance(listed, list):
+                    tools = _tools(msg.id, listed)
+        elif kind is Kind.ERROR:
+            error = value.get("error")
+            if isinstance(error, dict):
+                code = error.get("code")
+                error_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    row: _MsgRow = (
+        member,
+        kind.value,
+        msg.id,
+        msg.method,
+        msg.reason,
+        payload_hash,
+        tool_name,
+        arguments_hash,
+        mrtr_params,
+        input_required,
+        is_error,
+        error_code,
+        protocol_version,
+        client_info,
+        cancel_id,
+    )
+    return row, tools
+
+
+def _tools(rpc_id: str | None, listed: list[Any]) -> list[_ToolRow]:
+    rows: list[_ToolRow] = []
+    for tool in listed:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        ann = tool.get("annotations")
+        if isinstance(ann, dict):
+            rows.append(
+                (
+                    rpc_id,
+                    tool["name"],
+                    True,
+                    _hint(ann, "readOnlyHint"),
+                    _hint(ann, "destructiveHint"),
+                    _hint(ann, "idempotentHint"),
+                    _hint(ann, "openWorldHint"),
+                )
+            )
+        else:
+            rows.append((rpc_id, tool["name"], False, None, None, None, None))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class _Described:
+    """A classified payload: its top-level kind and its rows (memoized by data text)."""
+
+    top_kind: str
+    data_hash: str
+    data_bytes: int
+    payload_hash: str
+    rows: tuple[_MsgRow, ...]
+    tools: tuple[_ToolRow, ...]
+
+
+def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
+    """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
+    raw_hash = _raw_hash(raw)
+    top = classify(raw if text is None else text)
+    rows: list[_MsgRow] = []
+    tools: list[_ToolRow] = []
+    if top.kind is Kind.BATCH:
+        payload_hash = raw_hash if top.reason in _UNPARSED else fast_canonical_hash(top.value)
+        for index, member in enumerate(iter_messages(top)):
+            row, listed = _describe(member, index, raw_hash)
+            rows.append(row)
+            tools.extend(listed)
+    else:
+        row, listed = _describe(top, None, raw_hash)
+        rows.append(row)
+        tools.extend(listed)
+        payload_hash = row[5]
+    return _Described(top.kind.value, raw_hash, len(raw), payload_hash, tuple(rows), tuple(tools))
+
+
+# ---------------------------------------------------------------------------------------------
+# Column builders
+# ---------------------------------------------------------------------------------------------
+
+
+class _Columns:
+    """Column lists for one table, flushed to a DataFrame of its schema."""
+
+    __slots__ = ("cols", "schema")
+
+    def __init__(self, schema: pl.Schema) -> None:
+        self.schema = schema
+        self.cols: dict[str, list[Any]] = {name: [] for name in schema}
+
+    def __len__(self) -> int:
+        return len(next(iter(self.cols.values())))
+
+    def appenders(self) -> tuple[Callable[[Any], None], ...]:
+        return tuple(column.append for column in self.cols.values())
+
+    def frame(self) -> pl.DataFrame:
+        series = []
+        for name, dtype in self.schema.items():
+            values = self.cols[name]
+            if dtype == S.TS:
+                series.append(pl.Series(name, values, dtype=pl.Int64).cast(S.TS))
+            elif isinstance(dtype, pl.List):
+                # Nested columns arrive as JSON text (or None for empty): building them from
+                # Python lists goes through a slow per-row path in Polars.
+                text = pl.Series(name, values, dtype=pl.String).fill_null("[]")
+                series.append(text.str.json_decode(dtype).rename(name))
+            else:
+                series.append(pl.Series(name, values, dtype=dtype))
+        return pl.DataFrame(series)
+
+    def take(self) -> pl.DataFrame:
+        frame = self.frame()
+        for column in self.cols.values():
+            column.clear()
+        return frame
+
+
+@dataclass(frozen=True)
+class NormalizedFrames:
+    """The normalized tables of some records (see `analyzer.schema`)."""
+
+    flows: pl.DataFrame
+    events: pl.DataFrame
+    messages: pl.DataFrame
+    tools: pl.DataFrame
+    payloads: pl.DataFrame
+
+    @staticmethod
+    def concat(parts: Iterable[NormalizedFrames]) -> NormalizedFrames:
+        parts = list(parts)
+        tables = {}
+        for name, table_schema in _TABLES.items():
+            frames = [getattr(part, name) for part in parts]
+            tables[name] = pl.concat(frames) if frames else S.empty(table_schema)
+        tables["payloads"] = tables["payloads"].unique(
+            "data_hash", keep="first", maintain_order=True
+        )
+        return NormalizedFrames(**tables)
+
+
+_TABLES = {
+    "flows": S.RAW_FLOWS,
+    "events": S.RAW_EVENTS,
+    "messages": S.RAW_MESSAGES,
+    "tools": S.RAW_TOOLS,
+    "payloads": S.PAYLOADS,
+}
+
+# ---------------------------------------------------------------------------------------------
+# Per-flow state
+# ---------------------------------------------------------------------------------------------
+
+_MCP_HEADER_PREFIXES = ("mcp-method", "mcp-name", "mcp-param-")
+
+
+def _media_type(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _client_ip(address: str | None) -> str | None:
+    if not address:
+        return None
+    if address.startswith("["):  # [v6]:port
+        return address[1 : address.find("]")] if "]" in address else address
+    host, sep, port = address.rpartition(":")
+    if not sep or ":" in host or not port.isdigit():
+        return address  # no port, or a bare IPv6 address
+    return host
+
+
+class _Flow:
+    """What normalize knows of one HTTP flow so far."""
+
+    __slots__ = (
+        "body_missing",
+        "capped",
+        "chunks",
+        "client_ip",
+        "client_value",
+        "content_type",
+        "decoder",
+        "end_error",
+        "end_how",
+        "end_seq",
+        "end_ts",
+        "endpoint_url",
+        "events",
+        "first_cursor",
+        "flow_id",
+        "has_request",
+        "has_response",
+        "initialize",
+        "last_cursor",
+        "last_retry",
+        "mcp_headers",
+        "next_n",
+        "path",
+        "payload_events",
+        "query",
+        "replica",
+        "replica_source",
+        "req",
+        "request_body_hash",
+        "request_truncated",
+        "resp_seq",
+        "resp_ts",
+        "response_body_hash",
+        "response_session_id",
+        "response_truncated",
+        "rpc",
+        "run_id",
+        "status",
+        "streamed",
+        "tail_bytes",
+        "unreachable",
+    )
+
+    def __init__(self, flow_id: str, run_id: str | None) -> None:
+        self.flow_id = flow_id
+        self.run_id = run_id
+        self.has_request = False
+        self.has_response = False
+        # request: (req_ts, req_seq, method, scheme, authority, upstream, last_event_id,
+        #           mcp_session_id, protocol_version, request_content_type)
+        self.req: tuple[Any, ...] = (None,) * 10
+        self.path: str | None = None
+        self.query: str | None = None
+        self.client_ip: str | None = None
+        self.client_value: str | None = None
+        self.mcp_headers: str | None = None  # JSON text of [{name, value}]
+        self.request_body_hash: str | None = None
+        self.request_truncated: int | None = None
+        # (rpc_kind, rpc_id, rpc_method, rpc_client_info, rpc_protocol_version)
+        self.rpc: tuple[str | None, str | None, str | None, str | None, str | None] = (None,) * 5
+        self.initialize: bool | None = None
+        self.resp_ts: int | None = None
+        self.resp_seq: int | None = None
+        self.status: int | None = None
+        self.content_type: str | None = None
+        self.response_session_id: str | None = None
+        self.replica: str | None = None
+        self.replica_source: str | None = None
+        self.streamed: bool | None = None
+        self.response_body_hash: str | None = None
+        self.response_truncated: int | None = None
+        self.body_missing: bool | None = None
+        self.end_ts: int | None = None
+        self.end_seq: int | None = None
+        self.end_how: str | None = None
+        self.end_error: str | None = None
+        self.decoder: SseDecoder | None = None
+        self.next_n = 0
+        self.chunks = 0
+        self.events = 0
+        self.payload_events = 0
+        self.first_cursor: str | None = None
+        self.last_cursor: str | None = None
+        self.last_retry: int | None = None
+        self.tail_bytes: int | None = None
+        self.endpoint_url: str | None = None
+        self.capped: bool | None = None
+        self.unreachable: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The normalizer
+# ---------------------------------------------------------------------------------------------
+
+
+class Normalizer:
+    """Turns schema-1 record dicts into the normalized tables, batch by batch.
+
+    Records must come in capture order per flow (request, response, chunks by `n`, stream_end);
+    flows may interleave. Damage it meets is counted in `counts` (duplicate_record, chunk_gap,
+    late_record) and the record skipped. Flow rows are only complete at `finish()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        replica_header: str | None = None,
+        client_header: str | None = None,
+        batch_events: int = DEFAULT_BATCH_EVENTS,
+    ) -> None:
+        self.replica_header = replica_header.lower() if replica_header else None
+        self.client_header_override = client_header.lower() if client_header else None
+        self.client_header = self.client_header_override
+        self.run_id: str | None = None
+        self.batch_events = batch_events
+        self.counts: Counter[str] = Counter()
+        self.records = 0
+        self._flows: dict[str, _Flow] = {}
+        self._flow_cols = _Columns(S.RAW_FLOWS)
+        self._event_cols = _Columns(S.RAW_EVENTS)
+        self._message_cols = _Columns(S.RAW_MESSAGES)
+        self._tool_cols = _Columns(S.RAW_TOOLS)
+        self._payload_cols = _Columns(S.PAYLOADS)
+        self._ev = self._event_cols.appenders()
+        self._msg = self._message_cols.appenders()
+        self._tool = self._tool_cols.appenders()
+        self._payload = self._payload_cols.appenders()
+        self._seen_payloads: set[str] = set()
+        self._memo: dict[str, _Described] = {}
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "capture_open": self._capture_open,
+            "request": self._request,
+            "response": self._response,
+            "chunk": self._chunk,
+            "stream_end": self._stream_end,
+            "server_unreachable": self._server_unreachable,
+        }
+
+    # -- input ------------------------------------------------------------------------------
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Take one record (already checked to be well-formed schema 1)."""
+        handler = self._handlers.get(record["kind"])
+        self.records += 1
+        if handler is not None:
+            handler(record)
+
+    def add_all(self, records: Iterable[dict[str, Any]]) -> None:
+        for record in records:
+            self.add(record)
+
+    def pending_events(self) -> int:
+        return len(self._event_cols)
+
+    def drain(self) -> NormalizedFrames:
+        """The events, messages, tools and payloads so far (flows come with `finish`)."""
+        if len(self._seen_payloads) > _SEEN_PAYLOADS_MAX:
+            self._seen_payloads.clear()
+        return NormalizedFrames(
+            flows=S.empty(S.RAW_FLOWS),
+            events=self._event_cols.take(),
+            messages=self._message_cols.take(),
+            tools=self._tool_cols.take(),
+            payloads=self._payload_cols.take(),
+        )
+
+    def finish(self) -> NormalizedFrames:
+        """End every flow (open streams included) and return what remains, flows included."""
+        for flow in self._flows.values():
+            if flow.decoder is not None:
+                self._close_decoder(flow)
+            self._flow_row(flow)
+        self._flows.clear()
+        rest = self.drain()
+        return NormalizedFrames(
+            flows=self._flow_cols.take(),
+            events=rest.events,
+            messages=rest.messages,
+            tools=rest.tools,
+            payloads=rest.payloads,
+        )
+
+    # -- records ----------------------------------------------------------------------------
+
+    def set_run(self, run_id: str | None, client_header: str | None) -> None:
+        """Records that follow belong to this capture run (recorded with this client header)."""
+        self.run_id = run_id
+        self.client_header = self.client_header_override or (
+            client_header.lower() if client_header else None
+        )
+
+    def _capture_open(self, record: dict[str, Any]) -> None:
+        header = record.get("client_header")
+        self.set_run(record.get("run_id"), header if isinstance(header, str) else None)
+
+    def _flow(self, flow_id: str) -> _Flow:
+        flow = self._flows.get(flow_id)
+        if flow is None:
+            flow = self._flows[flow_id] = _Flow(flow_id, self.run_id)
+        return flow
+
+    def _request(self, record: dict[str, Any]) -> None:
+        flow = self._flow(record["flow"])
+        if flow.has_request:
+            self.counts["duplicate_record"] += 1
+            return
+        flow.has_request = True
+        last_event_id = session = version = ctype = client_value = None
+        mcp_headers: list[dict[str, str]] | None = None
+        client_header = self.client_header
+        for name, value in record["headers"]:
+            lname = name.lower()
+            if lname == "last-event-id":
+                last_event_id = value
+            elif lname == "mcp-session-id":
+                session = value
+            elif lname == "mcp-protocol-version":
+                version = value
+            elif lname == "content-type":
+                ctype = _media_type(value)
+            elif lname.startswith(_MCP_HEADER_PREFIXES):
+                if mcp_headers is None:
+                    mcp_headers = []
+                mcp_headers.append({"name": name, "value": value})
+            if client_header is not None and lname == client_header:
+                client_value = value
+        flow.client_value = client_value
+        flow.mcp_headers = _json_list(mcp_headers) if mcp_headers else None
+        path, _, query = record["path"].partition("?")
+        flow.path = path
+        flow.query = query or None
+        flow.client_ip = _client_ip(record.get("client"))
+        flow.req = (
+            record["ts_ns"],
+            record["seq"],
+            record["method"],
+            record.get("scheme"),
+            record.get("authority"),
+            record.get("upstream"),
+            last_event_id,
+            session,
+            version,
+            ctype,
+        )
+        body = record.get("body")
+        if body is not None:
+            raw, flow.request_body_hash, flow.request_truncated = self._body(body)
+            if raw:
+                self._body_messages(flow, raw, record, "request_body", "c2s", request=True)
+
+    def _response(self, record: dict[str, Any]) -> None:
+        flow = self._flow(record["flow"])
+        if flow.has_response:
+            self.counts["duplicate_record"] += 1
+            return
+        flow.has_response = True
+        flow.resp_ts = record["ts_ns"]
+        flow.resp_seq = record["seq"]
+        flow.status = record["status"]
+        ctype = session = override = None
+        replica_header = self.replica_header
+        for name, value in record["headers"]:
+            lname = name.lower()
+            if lname == "content-type":
+                ctype = _media_type(value)
+            elif lname == "mcp-session-id":
+                session = value
+            if replica_header is not None and lname == replica_header and override is None:
+                override = value
+        flow.content_type = ctype
+        flow.response_session_id = session
+        if override is not None:
+            flow.replica, flow.replica_source = override, "header"
+        else:
+            flow.replica = record.get("replica")
+            flow.replica_source = record.get("replica_source")
+        streamed = bool(record.get("streamed"))
+        flow.streamed = streamed
+        flow.body_missing = bool(record.get("body_missing")) or None
+        body = record.get("body")
+        if body is not None:
+            raw, flow.response_body_hash, flow.response_truncated = self._body(body)
+            if raw and ctype is not None and "json" in ctype:
+                self._body_messages(flow, raw, record, "response_body", "s2c", request=False)
+            elif raw and ctype == "text/event-stream":
+                # A buffered (not streamed) event stream: decode it as one chunk.
+                self._feed(flow, raw, record["ts_ns"], record["seq"], -1)
+                self._close_decoder(flow)
+
+    def _chunk(self, record: dict[str, Any]) -> None:
+        flow = self._flow(record["flow"])
+        n = record["n"]
+        if n < flow.next_n:
+            self.counts["duplicate_record"] += 1
+            return
+        if flow.end_how is not None and flow.decoder is None:
+            self.counts["late_record"] += 1
+            return
+        if n > flow.next_n:
+            self.counts["chunk_gap"] += n - flow.next_n
+        flow.next_n = n + 1
+        flow.chunks += 1
+        data = record["data"]
+        text = data.get("text")
+        if text is not None:
+            raw = text.encode("utf-8", "surrogatepass")
+        else:
+            raw = base64.b64decode(data.get("b64") or "")
+        if record.get("decompress_capped"):
+            flow.capped = True
+        self._feed(flow, raw, record["ts_ns"], record["seq"], n)
+
+    def _stream_end(self, record: dict[str, Any]) -> None:
+        flow = self._flow(record["flow"])
+        if flow.end_how is not None:
+            self.counts["duplicate_record"] += 1
+            return
+        flow.end_ts = record["ts_ns"]
+        flow.end_seq = record["seq"]
+        flow.end_how = record["how"]
+        flow.end_error = record.get("error")
+        if flow.decoder is not None:
+            self._close_decoder(flow)
+
+    def _server_unreachable(self, record: dict[str, Any]) -> None:
+        flow_id = record.get("flow")
+        if isinstance(flow_id, str):
+            self._flow(flow_id).unreachable = record.get("error") or "unreachable"
+        else:
+            self.counts["server_unreachable"] += 1
+
+    # -- bodies -----------------------------------------------------------------------------
+
+    def _body(self, body: Mapping[str, Any]) -> tuple[bytes, str, int | None]:
+        text = body.get("text")
+        if text is not None:
+            raw = text.encode("utf-8", "surrogatepass")
+            stored, is_b64 = text, False
+        else:
+            stored = body.get("b64") or ""
+            raw = base64.b64decode(stored)
+            is_b64 = True
+        data_hash = _raw_hash(raw)
+        self._store_payload(data_hash, stored, is_b64)
+        return raw, data_hash, body.get("truncated_bytes")
+
+    def _store_payload(self, data_hash: str, text: str, is_b64: bool) -> None:
+        if data_hash not in self._seen_payloads:
+            self._seen_payloads.add(data_hash)
+            p = self._payload
+            p[0](data_hash)
+            p[1](text)
+            p[2](is_b64)
+
+    def _body_messages(
+        self,
+        flow: _Flow,
+        raw: bytes,
+        record: Mapping[str, Any],
+        source: str,
+        direction: str,
+        *,
+        request: bool,
+    ) -> None:
+        described = _describe_payload(raw)
+        data_hash = described.data_hash
+        ts, seq = record["ts_ns"], record["seq"]
+        for row in described.rows:
+            self._message(flow.flow_id, ts, seq, source, None, None, direction, data_hash, row)
+        self._tools(flow.flow_id, ts, seq, described.tools)
+        if request:
+            first = next((r for r in described.rows if r[3] is not None), None)
+            first_request = next((r for r in described.rows if r[1] == "request"), None)
+            init = next(
+                (r for r in described.rows if r[1] == "request" and r[3] == "initialize"), None
+            )
+            meta_row = init or first_request
+            flow.rpc = (
+                described.top_kind,
+                first_request[2] if first_request else None,
+                first[3] if first else None,
+                meta_row[13] if meta_row else None,
+                meta_row[12] if meta_row else None,
+            )
+            flow.initialize = init is not None
+
+    # -- SSE --------------------------------------------------------------------------------
+
+    def _feed(self, flow: _Flow, raw: bytes, ts: int, seq: int, n: int) -> None:
+        decoder = flow.decoder
+        if decoder is None:
+            decoder = flow.decoder = SseDecoder()
+        for event in decoder.feed(raw):
+            self._event(flow, event, ts, seq, n)
+
+    def _close_decoder(self, flow: _Flow) -> None:
+        decoder = flow.decoder
+        if decoder is None:
+            return
+        decoder.flush()
+        tail = decoder.tail
+        flow.tail_bytes = len(tail) if tail else None
+        flow.decoder = None
+
+    def _event(self, flow: _Flow, event: SseEvent, ts: int, seq: int, n: int) -> None:
+        ordinal = flow.events
+        flow.events = ordinal + 1
+        flow.last_cursor = event.last_event_id
+        if event.id and flow.first_cursor is None:
+            flow.first_cursor = event.id
+        if event.retry is not None:
+            flow.last_retry = event.retry
+        flow_id = flow.flow_id
+        ev = self._ev
+        if event.id_only:
+            data_hash = payload_hash = None
+            data_bytes = 0
+        else:
+            flow.payload_events += 1
+            data = event.data
+            kind = event.event
+            if kind == "message":
+                described = self._memo.get(data)
+                if described is None:
+                    described = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
+                    if len(self._memo) >= _MEMO_MAX:
+                        self._memo.clear()
+                    self._memo[data] = described
+                data_hash = described.data_hash
+                data_bytes = described.data_bytes
+                payload_hash = described.payload_hash
+                msg = self._msg
+                event_id = event.id
+                for row in described.rows:
+                    msg[0](flow_id)
+                    msg[1](ts)
+                    msg[2](seq)
+                    msg[3]("sse")
+                    msg[4](ordinal)
+                    msg[5](row[0])
+                    msg[6](event_id)
+                    msg[7]("s2c")
+                    msg[8](row[1])
+                    msg[9](row[2])
+                    msg[10](row[3])
+                    msg[11](row[4])
+                    msg[12](row[5])
+                    msg[13](data_hash)
+                    msg[14](row[6])
+                    msg[15](row[7])
+                    msg[16](row[8])
+                    msg[17](row[9])
+                    msg[18](row[10])
+                    msg[19](row[11])
+                    msg[20](row[12])
+                    msg[21](row[13])
+                    msg[22](row[14])
+                if described.tools:
+                    self._tools(flow_id, ts, seq, described.tools)
+            else:
+                # Not a JSON-RPC carrier (the legacy `endpoint` event, custom types): the
+                # payload is (type, data) compared as bytes.
+                if kind == "endpoint" and flow.endpoint_url is None:
+                    flow.endpoint_url = data
+                raw = data.encode("utf-8", "surrogatepass")
+                data_hash = payload_hash = _raw_hash(raw)
+                data_bytes = len(raw)
+            if data_hash not in self._seen_payloads:
+                self._store_payload(data_hash, data, False)
+        ev[0](flow_id)
+        ev[1](ts)
+        ev[2](seq)
+        ev[3](ordinal)
+        ev[4](n)
+        ev[5](event.id)
+        ev[6](event.last_event_id)
+        ev[7](event.event)
+        ev[8](data_hash)
+        ev[9](data_bytes)
+        ev[10](payload_hash)
+        ev[11](event.retry)
+        ev[12](event.id_only)
+        ev[13](event.comments)
+        ev[14](_json_list(event.warnings) if event.warnings else None)
+        ev[15](flow.payload_events)
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def _message(
+        self,
+        flow_id: str,
+        ts: int,
+        seq: int,
+        source: str,
+        ordinal: int | None,
+        event_id: str | None,
+        direction: str,
+        data_hash: str,
+        row: _MsgRow,
+    ) -> None:
+        msg = self._msg
+        msg[0](flow_id)
+        msg[1](ts)
+        msg[2](seq)
+        msg[3](source)
+        msg[4](ordinal)
+        msg[5](row[0])
+        msg[6](event_id)
+        msg[7](direction)
+        msg[8](row[1])
+        msg[9](row[2])
+        msg[10](row[3])
+        msg[11](row[4])
+        msg[12](row[5])
+        msg[13](data_hash)
+        for index in range(6, 15):
+            msg[index + 8](row[index])
+
+    def _tools(self, flow_id: str, ts: int, seq: int, tools: Iterable[_ToolRow]) -> None:
+        t = self._tool
+        for tool in tools:
+            t[0](flow_id)
+            t[1](ts)
+            t[2](seq)
+            for index, value in enumerate(tool):
+                t[index + 3](value)
+
+    def _flow_row(self, flow: _Flow) -> None:
+        req = flow.req
+        values = (
+            flow.flow_id,
+            flow.run_id,
+            req[0],
+            req[1],
+            req[2],
+            req[3],
+            req[4],
+            flow.path,
+            flow.query,
+            flow.client_ip,
+            req[5],
+            req[6],
+            req[7],
+            req[8],
+            req[9],
+            flow.client_value,
+            flow.mcp_headers,
+            flow.request_body_hash,
+            flow.request_truncated,
+            *flow.rpc[:3],
+            flow.initialize,
+            flow.rpc[3],
+            flow.rpc[4],
+            flow.resp_ts,
+            flow.resp_seq,
+            flow.status,
+            flow.content_type,
+            flow.response_session_id,
+            flow.replica,
+            flow.replica_source,
+            flow.streamed,
+            flow.response_body_hash,
+            flow.response_truncated,
+            flow.body_missing,
+            flow.end_ts,
+            flow.end_seq,
+            flow.end_how,
+            flow.end_error,
+            flow.chunks,
+            flow.events,
+            flow.payload_events,
+            flow.first_cursor,
+            flow.last_cursor or None,
+            flow.last_retry,
+            flow.tail_bytes,
+            flow.endpoint_url,
+            flow.capped,
+            flow.unreachable,
+        )
+        cols = self._flow_cols.cols
+        for name, value in zip(S.RAW_FLOWS, values, strict=True):
+            cols[name].append(value)
+
+
+def normalize_records(
+    records: Iterable[dict[str, Any]],
+    *,
+    replica_header: str | None = None,
+    client_header: str | None = None,
+) -> NormalizedFrames:
+    """Normalize records in memory (tests, dumps, HAR): all tables, payloads deduplicated."""
+    normalizer = Normalizer(replica_header=replica_header, client_header=client_header)
+    normalizer.add_all(records)
+    return NormalizedFrames.concat([normalizer.finish()])

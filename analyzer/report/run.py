@@ -1,0 +1,217 @@
+"""`seamwatch analyze`: inputs -> timeline -> detectors -> report, and the exit code (§6).
+
+Exit codes: 0 when no finding is at or above `--fail-on` (default medium; `none` never fails),
+1 when one is, 2 for bad usage or unreadable input (`UsageError`, a one-line reason on stderr).
+Damaged input that can still be read (a torn tail, corrupt lines) is not exit 2: the reader
+reports it and `capture-health` turns it into findings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import polars as pl
+
+from analyzer import SeamwatchError
+from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+from analyzer.detectors import (
+    ConfigError,
+    Detector,
+    DetectorConfig,
+    load_config,
+    run_detectors,
+    select_detectors,
+)
+from analyzer.findings import Severity
+from analyzer.report import InputSummary, Report, at_or_above
+from analyzer.report import json as json_report
+from analyzer.report import junit as junit_report
+from analyzer.report import sarif as sarif_report
+from analyzer.report import table as table_report
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+__all__ = ["analyze_command", "build_report", "exit_code", "parse_fail_on", "parse_ids"]
+
+_RENDER: dict[str, Callable[[Report], str]] = {
+    "json": json_report.render,
+    "junit": junit_report.render,
+    "sarif": sarif_report.render,
+}
+
+
+def exit_code(findings: pl.DataFrame, fail_on: Severity | None) -> int:
+    """1 when a finding is at or above `fail_on` (never for None, i.e. `none`), else 0."""
+    return EXIT_FINDINGS if at_or_above(findings, fail_on).height else EXIT_OK
+
+
+def parse_fail_on(text: str) -> Severity | None:
+    """The `--fail-on` value: a severity name, or None for `none`; UsageError otherwise."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return Severity.parse(text)
+    except ValueError as e:
+        raise UsageError(f"--fail-on: {e}; or none") from None
+
+
+def parse_ids(text: str | None) -> list[str] | None:
+    """Comma-separated detector ids of `--only` / `--disable`; None when the option is absent."""
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def analyze_command(args: argparse.Namespace) -> int:
+    """Run `seamwatch analyze` with parsed arguments; return the exit code."""
+    fail_on = parse_fail_on(args.fail_on)
+    only, disable = parse_ids(args.only), parse_ids(args.disable)
+    try:
+        # Usage errors first, before any input is read.
+        select_detectors(only=only, disable=disable)
+        config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
+    except ConfigError as e:
+        raise UsageError(_one_line(e)) from None
+    paths = [Path(p) for p in args.paths]
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+
+    with _progress() as show:
+        show("reading inputs")
+        timeline = load_timeline(
+            paths,
+            replica_header=args.replica_header,
+            client_header=args.client_header,
+            use_cache=not args.no_cache,
+        )
+        chosen = select_detectors(only=only, disable=disable)
+        total = len(chosen)
+        seen: list[str] = []
+
+        def on_start(det: Detector) -> None:
+            seen.append(det.id)
+            show(f"detector {len(seen)}/{total}: {det.id}")
+
+        findings = run_detectors(
+            timeline, only=only, disable=disable, config=config, on_start=on_start
+        )
+        show("writing report")
+        report = build_report(timeline, findings, chosen, fail_on=fail_on)
+
+    _write(report, args.format, args.out)
+    return exit_code(findings, fail_on)
+
+
+def load_timeline(
+    paths: Sequence[Path], *, replica_header: str | None, client_header: str | None, use_cache: bool
+) -> Timeline:
+    """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
+    # The one place that knows the ingest and timeline entry points.
+    from analyzer.ingest import IngestError
+    from analyzer.timeline import load_timeline as read_timeline
+
+    try:
+        return read_timeline(
+            paths, replica_header=replica_header, client_header=client_header, cache=use_cache
+        )
+    except (IngestError, SeamwatchError, OSError) as e:
+        raise UsageError(_one_line(e)) from None
+
+
+def build_report(
+    timeline: Timeline,
+    findings: pl.DataFrame,
+    detectors: Sequence[Detector],
+    *,
+    fail_on: Severity | None,
+) -> Report:
+    """Collect what the report writers need from a timeline and the findings."""
+    inputs = tuple(
+        InputSummary(
+            path=str(item.path),
+            records=int(item.records),
+            skipped=int(item.skipped),
+            warnings=tuple(str(w) for w in item.warnings),
+        )
+        for item in timeline.inputs
+    )
+    # Only the flows SARIF locations need: a finding's first evidence flow.
+    first_flows = findings["flow_ids"].list.first().drop_nulls().unique()
+    flows = (
+        timeline.exchanges.select("flow_id", "input")
+        .filter(pl.col("flow_id").is_in(first_flows.implode()))
+        .unique("flow_id", keep="first", maintain_order=True)
+        .collect()
+    )
+    heights = pl.collect_all(
+        [
+            frame.select(pl.len())
+            for frame in (
+                timeline.sessions,
+                timeline.streams,
+                timeline.resumptions,
+                timeline.tool_calls,
+            )
+        ]
+    )
+    sessions, streams, resumptions, tool_calls = (int(h.item()) for h in heights)
+    return Report(
+        findings=findings,
+        detectors=tuple(detectors),
+        inputs=inputs,
+        sessions=sessions,
+        streams=streams,
+        resumptions=resumptions,
+        tool_calls=tool_calls,
+        fail_on=fail_on,
+        flow_inputs=dict(zip(flows["flow_id"].to_list(), flows["input"].to_list(), strict=True)),
+    )
+
+
+def _write(report: Report, fmt: str, out: str | None) -> None:
+    """Write the report in `fmt` to the file `out`, or to stdout."""
+    if out is None:
+        _emit(report, fmt, sys.stdout)
+        sys.stdout.flush()
+        return
+    try:
+        with open(out, "w", encoding="utf-8", newline="\n") as f:
+            _emit(report, fmt, f)
+    except OSError as e:
+        raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+
+
+def _emit(report: Report, fmt: str, stream: TextIO) -> None:
+    if fmt == "table":
+        table_report.write(report, stream)
+        return
+    render = _RENDER.get(fmt)
+    if render is None:
+        raise UsageError(f"unknown format {fmt!r}")
+    stream.write(render(report))
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A status line on stderr while the analysis runs, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield lambda _: None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("seamwatch analyze") as status:
+        yield lambda text: status.update(f"seamwatch analyze: {text}")
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line, for exit 2."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

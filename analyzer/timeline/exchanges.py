@@ -1,0 +1,52 @@
+"""The flow-level and record-level frames: exchanges, sse_events, messages."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analyzer import schema as S
+
+__all__ = ["exchanges", "messages", "sse_events"]
+
+
+def exchanges(keyed: pl.LazyFrame, *, streams_of_flows: pl.LazyFrame) -> pl.LazyFrame:
+    """The EXCHANGES frame: every flow in its session, with its stream and incarnation."""
+    return (
+        keyed.join(
+            streams_of_flows.select("flow_id", "stream_id", "incarnation"),
+            on="flow_id",
+            how="left",
+        )
+        .with_columns(
+            pl.col("req_seq").alias("seq"),
+            pl.col("resp_ts").alias("response_ts"),
+            pl.col("resp_seq").alias("response_seq"),
+        )
+        .select(S.EXCHANGES.names())
+        .sort("session_id", "ts", "seq", "flow_id", nulls_last=True)
+    )
+
+
+def _placement(keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame) -> pl.LazyFrame:
+    """flow_id -> session_id, stream_id, incarnation, stream base offsets."""
+    return keyed.select("flow_id", "session_id").join(streams_of_flows, on="flow_id", how="left")
+
+
+def sse_events(
+    events: pl.LazyFrame, *, keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The SSE_EVENTS frame (row order unspecified: sort by ts, seq, ordinal)."""
+    return (
+        events.join(_placement(keyed, streams_of_flows), on="flow_id", how="left")
+        .with_columns((pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"))
+        .select(S.SSE_EVENTS.names())
+    )
+
+
+def messages(
+    raw: pl.LazyFrame, *, keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The MESSAGES frame (row order unspecified: sort by ts, seq, ordinal, member)."""
+    return raw.join(_placement(keyed, streams_of_flows), on="flow_id", how="left").select(
+        S.MESSAGES.names()
+    )

@@ -1,0 +1,186 @@
+"""Session key and era of every flow (DESIGN.md §1, §2).
+
+Session key, tagged by how it was recovered, first match wins:
+
+- `mcp:<id>`: the request's `Mcp-Session-Id`, else the one the response assigned (the
+  `initialize` response carries it, and it applies to that exchange too);
+- `legacy:<value>`: 2024-11-05 HTTP+SSE; the `session_id=` / `sessionId=` query value of a
+  POST, or of the URL in the first `endpoint` event of a GET stream;
+- `client:<client ip>|<clientInfo>|<client header value>`: 2026 (sessionless) traffic, with the
+  clientInfo of the request's `_meta` (carried over from the client's nearest request when a
+  message has none);
+- `anon:<client ip>:<initialize flow id>`: a 2025 server without sessions; the flow belongs to
+  the latest `initialize` of the same client address before it (`-` when none is captured).
+
+Era per exchange: its `MCP-Protocol-Version` header; else a 2026 `_meta` protocol version;
+else legacy (2024-11-05); else the `protocolVersion` of an initialize result it carried; else
+the session's (its initialize result, else its most common header); else "unknown".
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["FLOW_TS", "LEGACY_ERA", "SESSIONLESS_FROM", "key_flows"]
+
+LEGACY_ERA = "2024-11-05"
+SESSIONLESS_FROM = "2026-"
+"""Protocol versions from this prefix on (compared as text) are sessionless."""
+
+FLOW_TS = pl.coalesce("req_ts", "resp_ts", "end_ts")
+"""When a flow happened: its request, else (request record lost) its response or end."""
+
+_SESSION_PARAM = r"(?:^|[?&])(?:session_id|sessionId)=([^&#\s]+)"
+
+
+def _initialize_results(messages: pl.LazyFrame) -> pl.LazyFrame:
+    """flow_id -> protocolVersion of the (first) initialize result the flow carried."""
+    return (
+        messages.filter(
+            (pl.col("direction") == "s2c")
+            & (pl.col("kind") == "response")
+            & pl.col("protocol_version").is_not_null()
+        )
+        .sort("ts", "seq")
+        .group_by("flow_id")
+        .agg(pl.col("protocol_version").first().alias("init_version"))
+    )
+
+
+def key_flows(flows: pl.LazyFrame, *, messages: pl.LazyFrame) -> pl.LazyFrame:
+    """RAW_FLOWS (+ input) → the same with `ts, session_kind, session_id, era, sse` added."""
+    base = (
+        flows.with_columns(FLOW_TS.alias("ts"))
+        .join(_initialize_results(messages), on="flow_id", how="left")
+        .with_columns(
+            pl.coalesce("mcp_session_id", "response_session_id").alias("_mcp"),
+            pl.coalesce(
+                pl.col("endpoint_url").str.extract(_SESSION_PARAM, 1),
+                pl.col("query").str.extract(_SESSION_PARAM, 1),
+            ).alias("_legacy"),
+            # A request's own declared version: the header, else 2026 request metadata (an
+            # initialize's params.protocolVersion is only the client's proposal).
+            pl.coalesce(
+                "protocol_version",
+                pl.when(
+                    ~pl.col("initialize").fill_null(False)
+                    & pl.col("rpc_protocol_version").str.starts_with(SESSIONLESS_FROM)
+                ).then("rpc_protocol_version"),
+            ).alias("_declared"),
+            pl.col("client_ip").fill_null("?").alias("_ip"),
+            (
+                pl.col("status").is_between(200, 299)
+                & (pl.col("content_type") == "text/event-stream")
+            )
+            .fill_null(False)
+            .alias("sse"),
+        )
+        .with_columns(
+            pl.when(pl.col("_mcp").is_not_null())
+            .then(pl.lit("mcp"))
+            .when(pl.col("_legacy").is_not_null())
+            .then(pl.lit("legacy"))
+            .when(
+                (pl.col("_declared") >= SESSIONLESS_FROM).fill_null(False)
+                | (pl.col("rpc_method") == "server/discover").fill_null(False)
+            )
+            .then(pl.lit("client"))
+            .otherwise(pl.lit("anon"))
+            .alias("session_kind")
+        )
+    )
+
+    # 2026: the client's identity travels in each request's _meta; notifications may lack it,
+    # so carry the nearest one of the same address and client header over.
+    sessionless = (
+        base.filter(pl.col("session_kind") == "client")
+        .sort("ts", "req_seq", nulls_last=True)
+        .with_columns(
+            pl.col("rpc_client_info")
+            .forward_fill()
+            .backward_fill()
+            .over("_ip", "client_value")
+            .alias("_client_info")
+        )
+        .select("flow_id", "_client_info")
+    )
+
+    # 2025 without sessions: the latest initialize of the same address at or before the flow.
+    anon = base.filter(pl.col("session_kind") == "anon")
+    anchors = (
+        anon.filter(pl.col("initialize").fill_null(False) & pl.col("ts").is_not_null())
+        .select("_ip", pl.col("ts").alias("_anchor_ts"), pl.col("flow_id").alias("_init_flow"))
+        .sort("_anchor_ts")
+    )
+    anon_keys = (
+        anon.filter(pl.col("ts").is_not_null())
+        .select("flow_id", "_ip", "ts")
+        .sort("ts")
+        .join_asof(
+            anchors,
+            left_on="ts",
+            right_on="_anchor_ts",
+            by="_ip",
+            strategy="backward",
+            check_sortedness=False,  # both sides sorted just above
+        )
+        .select("flow_id", "_init_flow")
+    )
+
+    keyed = (
+        base.join(sessionless, on="flow_id", how="left")
+        .join(anon_keys, on="flow_id", how="left")
+        .with_columns(
+            pl.when(pl.col("session_kind") == "mcp")
+            .then(pl.concat_str(pl.lit("mcp:"), "_mcp"))
+            .when(pl.col("session_kind") == "legacy")
+            .then(pl.concat_str(pl.lit("legacy:"), "_legacy"))
+            .when(pl.col("session_kind") == "client")
+            .then(
+                pl.concat_str(
+                    pl.lit("client:"),
+                    "_ip",
+                    pl.lit("|"),
+                    pl.col("_client_info").fill_null(""),
+                    pl.lit("|"),
+                    pl.col("client_value").fill_null(""),
+                )
+            )
+            .otherwise(
+                pl.concat_str(
+                    pl.lit("anon:"), "_ip", pl.lit(":"), pl.col("_init_flow").fill_null("-")
+                )
+            )
+            .alias("session_id"),
+            pl.col("session_kind").cast(pl.Enum(["mcp", "legacy", "anon", "client"])),
+        )
+    )
+
+    session_era = keyed.group_by("session_id").agg(
+        pl.col("init_version").sort_by("ts").drop_nulls().first().alias("_init_era"),
+        pl.col("_declared").drop_nulls().mode().sort().first().alias("_common_era"),
+    )
+    return (
+        keyed.join(session_era, on="session_id", how="left")
+        .with_columns(
+            pl.coalesce(
+                "_declared",
+                pl.when(pl.col("session_kind") == "legacy").then(pl.lit(LEGACY_ERA)),
+                "init_version",
+                "_init_era",
+                "_common_era",
+                pl.lit("unknown"),
+            ).alias("era")
+        )
+        .drop(
+            "_mcp",
+            "_legacy",
+            "_declared",
+            "_ip",
+            "_client_info",
+            "_init_flow",
+            "_init_era",
+            "_common_era",
+            "init_version",
+        )
+    )

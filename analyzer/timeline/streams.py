@@ -1,0 +1,246 @@
+"""Logical streams and their incarnations (DESIGN.md §2).
+
+A logical stream is opened by a POST answered with `text/event-stream`, or by a GET whose
+Last-Event-ID (if any) resolves to no stream of its session; `stream_id` is the flow id of that
+opening response. A GET answered with an event stream whose Last-Event-ID resolves to an event
+of stream S *in its own session* is the next incarnation of S, however many resumes lie between
+(cursor → issuing flow → that flow's stream, followed to the opening flow).
+
+Cursor resolution: the cursor is matched against every id the server issued in the session
+(priming events included), before the resuming request; the latest such issue wins (a replayed
+event carries its id again, on a later incarnation of the same stream).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analyzer import schema as S
+
+__all__ = [
+    "delivered_responses",
+    "incarnations",
+    "issued_cursors",
+    "resolve_cursors",
+    "stream_map",
+    "streams",
+]
+
+_MAX_HOPS = 64
+
+_STREAM_MAP = pl.Schema(
+    {
+        "flow_id": pl.String,
+        "stream_id": pl.String,
+        "incarnation": pl.Int32,
+        "base_events": pl.Int64,
+        "base_payload_events": pl.Int64,
+    }
+)
+
+
+def issued_cursors(events: pl.LazyFrame, keyed: pl.LazyFrame) -> pl.LazyFrame:
+    """Every non-empty event id the server sent, with where and when (in its session)."""
+    return (
+        events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
+        .select("flow_id", "ordinal", "ts", "seq", "event_id", "id_only", "payload_seen")
+        .join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
+    )
+
+
+def _latest_before(candidates: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
+    """Per resuming flow, the latest issue strictly before its request."""
+    before = (pl.col(f"{prefix}ts") < pl.col("ts")) | (
+        (pl.col(f"{prefix}ts") == pl.col("ts")) & (pl.col(f"{prefix}seq") < pl.col("seq"))
+    )
+    columns = [c for c in candidates.collect_schema() if c.startswith(prefix)]
+    return (
+        candidates.filter(before & (pl.col(f"{prefix}flow_id") != pl.col("flow_id")))
+        .group_by("flow_id")
+        .agg(pl.col(c).sort_by(f"{prefix}ts", f"{prefix}seq").last() for c in columns)
+    )
+
+
+def resolve_cursors(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per request carrying Last-Event-ID: where its cursor was issued.
+
+    `c_*`: the latest issue in its own session; `o_*`: else the latest in another session.
+    """
+    cursors = keyed.filter(pl.col("last_event_id").is_not_null()).select(
+        "flow_id",
+        "session_id",
+        pl.col("last_event_id").alias("cursor"),
+        "ts",
+        pl.col("req_seq").alias("seq"),
+    )
+
+    def renamed(prefix: str) -> pl.LazyFrame:
+        return issued.select(
+            pl.col("event_id").alias("_cursor"),
+            *(
+                pl.col(c).alias(f"{prefix}{c}")
+                for c in ("session_id", "flow_id", "ordinal", "ts", "seq", "id_only")
+            ),
+            pl.col("payload_seen").alias(f"{prefix}payload_seen"),
+        )
+
+    own = _latest_before(
+        cursors.join(
+            renamed("c_"),
+            left_on=["session_id", "cursor"],
+            right_on=["c_session_id", "_cursor"],
+            how="inner",
+        ).with_columns(pl.col("session_id").alias("c_session_id")),
+        "c_",
+    )
+    other = _latest_before(
+        cursors.join(renamed("o_"), left_on="cursor", right_on="_cursor", how="inner").filter(
+            pl.col("o_session_id") != pl.col("session_id")
+        ),
+        "o_",
+    )
+    return (
+        cursors.join(own, on="flow_id", how="left")
+        .join(other, on="flow_id", how="left")
+        .with_columns(
+            pl.when(pl.col("c_flow_id").is_not_null())
+            .then(pl.lit("resolved"))
+            .when(pl.col("o_flow_id").is_not_null())
+            .then(pl.lit("other_session"))
+            .otherwise(pl.lit("unresolved"))
+            .cast(S.CURSOR_STATUS)
+            .alias("status")
+        )
+    )
+
+
+def _follow_to_root(edges: pl.DataFrame) -> pl.DataFrame:
+    """flow_id -> root, following `parent` links (pointer jumping: log2(depth) joins)."""
+    current = edges.select("flow_id", pl.col("parent").alias("root"))
+    for _ in range(_MAX_HOPS):
+        step = current.join(
+            current.rename({"flow_id": "root", "root": "_up"}), on="root", how="left"
+        ).with_columns(pl.coalesce("_up", "root").alias("root"))
+        if step.select((pl.col("_up").is_null()).all()).item():
+            return step.drop("_up")
+        current = step.drop("_up")
+    return current  # a cycle (impossible with strictly earlier cursors): stop where we are
+
+
+def stream_map(keyed: pl.LazyFrame, resolved: pl.LazyFrame) -> pl.LazyFrame:
+    """flow_id -> stream_id, incarnation, events of the stream's earlier incarnations."""
+    sse = keyed.filter(pl.col("sse"))
+    edges = (
+        resolved.filter(pl.col("c_flow_id").is_not_null())
+        .join(sse.filter(pl.col("method") != "POST").select("flow_id"), on="flow_id")
+        .select("flow_id", pl.col("c_flow_id").alias("parent"))
+    )
+    roots = edges.map_batches(
+        _follow_to_root, schema=pl.Schema({"flow_id": pl.String, "root": pl.String})
+    )
+    return (
+        sse.select("flow_id", "ts", "req_seq", "events", "payload_events")
+        .join(roots, on="flow_id", how="left")
+        .with_columns(pl.coalesce("root", "flow_id").alias("stream_id"))
+        .sort("stream_id", "ts", "req_seq", nulls_last=True)
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int32).over("stream_id").alias("incarnation"),
+            (pl.col("events").cum_sum().over("stream_id") - pl.col("events"))
+            .cast(pl.Int64)
+            .alias("base_events"),
+            (pl.col("payload_events").cum_sum().over("stream_id") - pl.col("payload_events"))
+            .cast(pl.Int64)
+            .alias("base_payload_events"),
+        )
+        .select(_STREAM_MAP.names())
+    )
+
+
+def delivered_responses(
+    streams_of_flows: pl.LazyFrame, keyed: pl.LazyFrame, messages: pl.LazyFrame
+) -> pl.LazyFrame:
+    """Responses to a POST stream's request delivered on one of its incarnations.
+
+    Columns: stream_id, flow_id, incarnation, ts (first such delivery on that flow).
+    """
+    openers = (
+        streams_of_flows.filter(pl.col("incarnation") == 0)
+        .join(keyed.select("flow_id", "method", "rpc_id"), on="flow_id")
+        .filter((pl.col("method") == "POST") & pl.col("rpc_id").is_not_null())
+        .select("stream_id", pl.col("rpc_id").alias("request_id"))
+    )
+    return (
+        messages.filter(
+            (pl.col("direction") == "s2c")
+            & pl.col("kind").is_in(["response", "error"])
+            & pl.col("rpc_id").is_not_null()
+        )
+        .select("flow_id", "rpc_id", "ts")
+        .join(streams_of_flows.select("flow_id", "stream_id", "incarnation"), on="flow_id")
+        .join(openers, left_on=["stream_id", "rpc_id"], right_on=["stream_id", "request_id"])
+        .group_by("stream_id", "flow_id", "incarnation")
+        .agg(pl.col("ts").min())
+    )
+
+
+def streams(
+    streams_of_flows: pl.LazyFrame, *, keyed: pl.LazyFrame, delivered: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The STREAMS frame: one row per logical stream."""
+    incs = streams_of_flows.join(
+        keyed.select("flow_id", "end_how", "end_ts", "events", "payload_events"), on="flow_id"
+    )
+    totals = incs.group_by("stream_id").agg(
+        pl.len().cast(pl.Int32).alias("incarnations"),
+        pl.col("events").sum().cast(pl.Int64),
+        pl.col("payload_events").sum().cast(pl.Int64),
+        pl.col("end_how").sort_by("incarnation").last().alias("last_end_how"),
+        pl.col("end_ts").max(),
+    )
+    first_delivery = delivered.group_by("stream_id").agg(
+        pl.col("incarnation").sort_by("ts").first().alias("response_incarnation"),
+        pl.col("ts").min().alias("response_ts"),
+    )
+    kind = pl.when(pl.col("method") == "POST").then(pl.lit("post")).otherwise(pl.lit("get"))
+    return (
+        streams_of_flows.filter(pl.col("incarnation") == 0)
+        .join(keyed.drop("events", "payload_events", "end_how", "end_ts"), on="flow_id")
+        .with_columns(kind.cast(S.STREAM_KIND).alias("kind"))
+        .join(totals, on="stream_id", how="left")
+        .join(first_delivery, on="stream_id", how="left")
+        .with_columns(
+            pl.col("req_seq").alias("seq"),
+            pl.when(pl.col("kind") == "post").then("rpc_id").alias("request_id"),
+            pl.when(pl.col("kind") == "post").then("rpc_method").alias("request_method"),
+            pl.when(pl.col("kind") == "get").then("last_event_id").alias("stale_cursor"),
+            pl.when(pl.col("kind") == "post")
+            .then(pl.col("response_ts").is_not_null())
+            .alias("response_delivered"),
+        )
+        .select(S.STREAMS.names())
+        .sort("session_id", "stream_id", "ts", "seq", nulls_last=True)
+    )
+
+
+def incarnations(
+    streams_of_flows: pl.LazyFrame, *, keyed: pl.LazyFrame, delivered: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The INCARNATIONS frame: one row per HTTP response carrying a logical stream."""
+    return (
+        streams_of_flows.join(keyed.drop("ts"), on="flow_id")
+        .join(
+            delivered.select("flow_id", pl.lit(True).alias("delivered_response")),
+            on="flow_id",
+            how="left",
+        )
+        .join(keyed.select("flow_id", "ts"), on="flow_id")
+        .with_columns(
+            pl.col("req_seq").alias("seq"),
+            pl.when(pl.col("incarnation") > 0).then("last_event_id").alias("cursor"),
+            pl.col("resp_ts").alias("response_ts"),
+            pl.col("first_cursor").alias("first_event_id"),
+            pl.col("delivered_response").fill_null(False),
+        )
+        .select(S.INCARNATIONS.names())
+        .sort("session_id", "stream_id", "ts", "seq", nulls_last=True)
+    )

@@ -1,0 +1,208 @@
+"""The TOOL_CALLS frame: every `tools/call` request, its fate and the tool's annotations.
+
+Result matching: a response or error with the call's id in the same session, at or after the
+call; in 2026 (sessionless) traffic only one carried by the call's own exchange counts
+(DESIGN.md §2: a response belongs to the exchange that carried it, never to an id match).
+
+MRTR leg: params carry `inputResponses` or `requestState`, or the previous call of the same
+tool with the same arguments in the session got an InputRequiredResult.
+
+Annotations: from the latest `tools/list` result of the same server (authority + path of the
+endpoint the list was requested from) anywhere in the capture. A listed tool gets the spec's
+defaults for hints it does not set (readOnly false, destructive true, idempotent false,
+openWorld true); a tool no captured list names has null hints and `tool_listed` false.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analyzer import schema as S
+
+__all__ = ["tool_calls"]
+
+_SESSIONLESS = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (pl.col("era") >= "2026-")
+
+
+def _annotations(
+    tools: pl.LazyFrame, *, keyed: pl.LazyFrame, messages: pl.LazyFrame
+) -> pl.LazyFrame:
+    """(server, tool_name) -> hints of the latest listing."""
+    requests = (
+        messages.filter(
+            (pl.col("direction") == "c2s")
+            & (pl.col("kind") == "request")
+            & (pl.col("method") == "tools/list")
+        )
+        .select("session_id", "rpc_id", "flow_id")
+        .join(
+            keyed.select("flow_id", pl.concat_str("authority", "path").alias("_req_server")),
+            on="flow_id",
+        )
+        .group_by("session_id", "rpc_id")
+        .agg(pl.col("_req_server").first())
+    )
+    return (
+        tools.join(
+            keyed.select(
+                "flow_id", "session_id", pl.concat_str("authority", "path").alias("_server")
+            ),
+            on="flow_id",
+            how="left",
+        )
+        .join(requests, on=["session_id", "rpc_id"], how="left")
+        .with_columns(pl.coalesce("_req_server", "_server").alias("server"))
+        .group_by("server", "tool_name")
+        .agg(
+            pl.col(c).sort_by("ts", "seq").last()
+            for c in (
+                "annotated",
+                "read_only_hint",
+                "destructive_hint",
+                "idempotent_hint",
+                "open_world_hint",
+            )
+        )
+        .with_columns(pl.lit(True).alias("tool_listed"))
+    )
+
+
+def tool_calls(
+    messages: pl.LazyFrame,
+    *,
+    keyed: pl.LazyFrame,
+    streams_of_flows: pl.LazyFrame,
+    tools: pl.LazyFrame,
+) -> pl.LazyFrame:
+    """The TOOL_CALLS frame, from the MESSAGES timeline frame and the RAW_TOOLS table."""
+    calls = (
+        messages.filter(
+            (pl.col("direction") == "c2s")
+            & (pl.col("kind") == "request")
+            & (pl.col("method") == "tools/call")
+        )
+        .select(
+            "session_id",
+            "flow_id",
+            "ts",
+            "seq",
+            pl.col("rpc_id").alias("request_id"),
+            "tool_name",
+            "arguments_hash",
+            "mrtr_params",
+        )
+        .join(
+            keyed.select(
+                "flow_id",
+                "era",
+                pl.concat_str("authority", "path").alias("server"),
+                "status",
+                "sse",
+                "end_how",
+            ),
+            on="flow_id",
+            how="left",
+        )
+        .join(streams_of_flows.select("flow_id", "stream_id"), on="flow_id", how="left")
+    )
+    results = messages.filter(
+        (pl.col("direction") == "s2c")
+        & pl.col("kind").is_in(["response", "error"])
+        & pl.col("rpc_id").is_not_null()
+    ).select(
+        "session_id",
+        pl.col("rpc_id").alias("request_id"),
+        pl.col("flow_id").alias("result_flow_id"),
+        pl.col("ts").alias("result_ts"),
+        pl.col("seq").alias("_result_seq"),
+        pl.col("kind").alias("result_kind"),
+        pl.col("is_error").alias("result_is_error"),
+        "input_required",
+        pl.col("stream_id").alias("_result_stream"),
+        pl.col("incarnation").alias("_result_incarnation"),
+    )
+    matched = (
+        calls.select("session_id", "flow_id", "request_id", "ts", "era")
+        .join(results, on=["session_id", "request_id"])
+        .filter(
+            (pl.col("result_ts") >= pl.col("ts"))
+            & (~_SESSIONLESS | (pl.col("result_flow_id") == pl.col("flow_id")))
+        )
+        .group_by("flow_id", "request_id")
+        .agg(
+            pl.col(c).sort_by("result_ts", "_result_seq").first()
+            for c in (
+                "result_flow_id",
+                "result_ts",
+                "result_kind",
+                "result_is_error",
+                "input_required",
+                "_result_stream",
+                "_result_incarnation",
+            )
+        )
+    )
+    cancels = (
+        messages.filter(
+            (pl.col("direction") == "c2s")
+            & (pl.col("method") == "notifications/cancelled")
+            & pl.col("cancel_id").is_not_null()
+        )
+        .select(
+            "session_id", pl.col("cancel_id").alias("request_id"), pl.lit(True).alias("cancelled")
+        )
+        .unique()
+    )
+    outcome = (
+        pl.when(pl.col("status").is_null())
+        .then(pl.lit("no_response"))
+        .when(pl.col("status") == 404)
+        .then(pl.lit("404"))
+        .when(~pl.col("status").is_between(200, 299))
+        .then(pl.lit("http_error"))
+        .when(pl.col("result_flow_id") == pl.col("flow_id"))
+        .then(pl.lit("delivered"))
+        .when(pl.col("status") == 202)
+        .then(pl.lit("accepted"))
+        .when(
+            pl.col("sse")
+            & (pl.col("end_how").is_null() | (pl.col("end_how") == "open_at_shutdown"))
+        )
+        .then(pl.lit("open"))
+        .otherwise(pl.lit("broken"))
+    )
+    listed = pl.col("tool_listed")
+    return (
+        calls.join(matched, on=["flow_id", "request_id"], how="left")
+        .join(cancels, on=["session_id", "request_id"], how="left")
+        .join(
+            _annotations(tools, keyed=keyed, messages=messages),
+            on=["server", "tool_name"],
+            how="left",
+        )
+        .with_columns(
+            outcome.cast(S.OUTCOME).alias("first_outcome"),
+            pl.col("result_flow_id").is_not_null().alias("result_delivered"),
+            pl.when(pl.col("_result_stream") == pl.col("stream_id"))
+            .then("_result_incarnation")
+            .alias("result_incarnation"),
+            pl.col("cancelled").fill_null(False),
+            listed.fill_null(False),
+            pl.when(listed).then(pl.col("annotated")).alias("annotated"),
+            pl.when(listed).then(pl.col("read_only_hint").fill_null(False)),
+            pl.when(listed).then(pl.col("destructive_hint").fill_null(True)),
+            pl.when(listed).then(pl.col("idempotent_hint").fill_null(False)),
+            pl.when(listed).then(pl.col("open_world_hint").fill_null(True)),
+        )
+        .sort("session_id", "ts", "seq", "flow_id", nulls_last=True)
+        .with_columns(
+            (
+                pl.col("mrtr_params").fill_null(False)
+                | pl.col("input_required")
+                .shift(1)
+                .over("session_id", "tool_name", "arguments_hash", order_by=["ts", "seq"])
+                .fill_null(False)
+            ).alias("mrtr")
+        )
+        .select(S.TOOL_CALLS.names())
+    )

@@ -1,0 +1,316 @@
+"""Write a synthetic seamwatch capture (schema 1) of about N SSE events, for benchmarks.
+
+    .venv/bin/python bench/synth_capture.py OUT_DIR --events 1000000 [--rotate 200000]
+
+Realistic cardinalities, not realistic faults: many sessions (one per ~400 events), each with an
+initialize, tools/list, a standalone GET stream of notifications, and tools/call POST streams
+of progress notifications ending in their result; one call stream in eight breaks and is
+resumed by a GET carrying Last-Event-ID that replays the tail. Payloads differ event to event
+(progress counters, timestamps), as they do on the wire. Files rotate every `--rotate` records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+class _Writer:
+    def __init__(self, out: Path, rotate: int, run_id: str) -> None:
+        self.out = out
+        self.rotate = rotate
+        self.run_id = run_id
+        self.seq = 0
+        self.ts = 1_750_000_000_000_000_000
+        self.file_index = -1
+        self.in_file = 0
+        self.fh: Any = None
+        self.events = 0
+        self._open()
+
+    def _open(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+        self.file_index += 1
+        self.in_file = 0
+        path = self.out / f"capture-{self.run_id[:8]}-{self.file_index:04d}.jsonl"
+        self.fh = path.open("w", encoding="utf-8")
+        self.record(
+            "capture_open",
+            schema="1.0",
+            run_id=self.run_id,
+            file_index=self.file_index,
+            tool_version="bench",
+            mitmproxy_version="12.3.1",
+            redaction={"enabled": True, "key_id": "k1", "headers": [], "json_keys": []},
+            listen="127.0.0.1:8080",
+            upstream="127.0.0.1:9000",
+        )
+
+    def record(self, kind: str, **fields: Any) -> None:
+        if self.in_file >= self.rotate and kind != "capture_close":
+            self._open()
+        self.ts += random.randint(50_000, 2_000_000)
+        rec = {"kind": kind, "ts_ns": self.ts, "mono_ns": self.ts - 1_000_000_000, **fields}
+        rec["seq"] = self.seq
+        self.seq += 1
+        self.in_file += 1
+        self.fh.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=False))
+        self.fh.write("\n")
+
+    def close(self) -> None:
+        self.record("capture_close", seen=self.seq, written=self.seq + 1, dropped=0)
+        self.fh.close()
+
+
+def _headers(**extra: str) -> list[list[str]]:
+    base = [["host", "mcp.test:9000"], ["user-agent", "bench-client/1.0"], ["accept", "*/*"]]
+    return base + [[k, v] for k, v in extra.items()]
+
+
+def _body(msg: dict[str, Any]) -> dict[str, str]:
+    return {"text": json.dumps(msg, separators=(",", ":"))}
+
+
+def _session(w: _Writer, client: str, count: int) -> None:
+    budget = w.events + count
+    sid = uuid.UUID(int=random.getrandbits(128)).hex
+    counter = 0
+
+    def flow() -> str:
+        return str(uuid.UUID(int=random.getrandbits(128), version=4))
+
+    def request(f: str, method: str, msg: dict[str, Any] | None, **h: str) -> None:
+        w.record(
+            "request",
+            flow=f,
+            method=method,
+            scheme="http",
+            authority="mcp.test:9000",
+            path="/mcp",
+            http_version="HTTP/1.1",
+            headers=_headers(**h),
+            client=client,
+            upstream="127.0.0.1:9000",
+            body=_body(msg) if msg else None,
+        )
+
+    def response(f: str, status: int, msg: dict[str, Any] | None = None, **h: str) -> None:
+        streamed = h.get("content-type") == "text/event-stream"
+        w.record(
+            "response",
+            flow=f,
+            status=status,
+            http_version="HTTP/1.1",
+            headers=[[k, v] for k, v in h.items()],
+            replica="127.0.0.1:9000",
+            replica_source="upstream",
+            streamed=streamed,
+            body=_body(msg) if msg else None,
+        )
+
+    def event(f: str, n: int, data: dict[str, Any] | None) -> str:
+        nonlocal counter
+        counter += 1
+        eid = f"{f[:8]}_{counter}"
+        text = f"id: {eid}\n" + (
+            f"data: {json.dumps(data, separators=(',', ':'))}\n\n" if data else "data: \n\n"
+        )
+        w.record("chunk", flow=f, n=n, content_encoding=None, data={"text": text})
+        w.events += 1
+        return eid
+
+    def end(f: str, how: str) -> None:
+        w.record("stream_end", flow=f, how=how, error=None)
+
+    hs = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    f = flow()
+    request(
+        f,
+        "POST",
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench-client", "version": "1.0"},
+            },
+        },
+    )
+    response(
+        f,
+        200,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bench", "version": "1"},
+            },
+        },
+        **{"content-type": "application/json", "mcp-session-id": sid},
+    )
+    f = flow()
+    request(f, "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, **hs)
+    response(f, 202)
+    f = flow()
+    request(f, "POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, **hs)
+    tools = [
+        {
+            "name": f"tool{i}",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": i % 2 == 0},
+        }
+        for i in range(6)
+    ]
+    response(
+        f,
+        200,
+        {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}},
+        **{"content-type": "application/json"},
+    )
+    # Standalone GET stream, kept open while calls run (its events interleave in reality; here
+    # they come in a burst, which costs the reader the same).
+    g = flow()
+    request(g, "GET", None, **hs)
+    response(g, 200, **{"content-type": "text/event-stream"})
+    for n in range(max(1, count // 10)):
+        event(
+            g,
+            n,
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {
+                    "level": "info",
+                    "logger": "bench",
+                    "data": f"tick {random.random():.6f}",
+                },
+            },
+        )
+    rid = 2
+    while w.events < budget:
+        c = flow()
+        name = f"tool{random.randrange(6)}"
+        request(
+            c,
+            "POST",
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {
+                    "name": name,
+                    "arguments": {"path": f"/data/{random.randrange(1000)}", "n": rid},
+                    "_meta": {"progressToken": rid},
+                },
+            },
+            **hs,
+        )
+        response(c, 200, **{"content-type": "text/event-stream"})
+        steps = random.randint(5, 40)
+        breaks = random.random() < 0.125
+        cut = random.randint(1, steps - 1) if breaks else steps
+        ids = [event(c, 0, None)]
+        for k in range(cut):
+            ids.append(
+                event(
+                    c,
+                    k + 1,
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {
+                            "progressToken": rid,
+                            "progress": k,
+                            "total": steps,
+                            "message": f"step {k} of {steps} at {w.ts}",
+                        },
+                    },
+                )
+            )
+        result = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "result": {
+                "content": [{"type": "text", "text": f"done {name} {random.random():.8f}"}],
+                "isError": False,
+            },
+        }
+        if not breaks:
+            event(c, cut + 1, result)
+            end(c, "complete")
+        else:
+            end(c, "client_closed")
+            r = flow()
+            request(r, "GET", None, **{**hs, "last-event-id": ids[-2]})
+            response(r, 200, **{"content-type": "text/event-stream"})
+            k = 0
+            event(
+                r,
+                k,
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {
+                        "progressToken": rid,
+                        "progress": cut - 1,
+                        "total": steps,
+                        "message": "replay",
+                    },
+                },
+            )
+            k += 1
+            for j in range(cut, steps):
+                event(
+                    r,
+                    k,
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {
+                            "progressToken": rid,
+                            "progress": j,
+                            "total": steps,
+                            "message": f"step {j} of {steps} at {w.ts}",
+                        },
+                    },
+                )
+                k += 1
+            event(r, k, result)
+            end(r, "complete")
+        rid += 1
+    end(g, "client_closed")
+    d = flow()
+    request(d, "DELETE", None, **hs)
+    response(d, 200)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--rotate", type=int, default=200_000, help="records per file")
+    parser.add_argument("--per-session", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    random.seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    w = _Writer(args.out, args.rotate, uuid.UUID(int=random.getrandbits(128)).hex)
+    clients = [f"10.1.{i // 250}.{i % 250 + 1}:{40000 + i}" for i in range(64)]
+    while w.events < args.events:
+        _session(w, random.choice(clients), min(args.per_session, args.events - w.events))
+    w.close()
+    size = sum(p.stat().st_size for p in args.out.glob("*.jsonl"))
+    print(f"{w.events} events, {w.seq} records, {size / 1e6:.1f} MB in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Benchmark: first parse of a capture, then the timeline from the Parquet cache.
+
+    .venv/bin/python bench/synth_capture.py /tmp/synth1m --events 1000000
+    .venv/bin/python bench/timeline_bench.py /tmp/synth1m
+
+Each phase runs in its own process (so peak RSS is the phase's own) and prints SSE events/s:
+
+- parse:    read_inputs with the cache cleared (JSON lines → Parquet, both cores);
+- cached:   read_inputs again (cache hit) + build_timeline + collect every timeline frame;
+- ceiling:  a raw Parquet scan of the cached events table (what reading can cost at least).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _phase(name: str, path: Path) -> dict[str, float]:
+    import polars as pl
+
+    from analyzer.ingest import read_inputs
+    from analyzer.timeline import RawTables, build_timeline
+
+    start = time.perf_counter()
+    if name == "parse":
+        ingested = read_inputs([path])
+        events = ingested.scan("events").select(pl.len()).collect().item()
+    elif name == "cached":
+        ingested = read_inputs([path])
+        assert ingested.inputs[0].cached, "run the parse phase first"
+        timeline = build_timeline(RawTables.from_ingested(ingested), ingested.inputs)
+        frames = list(timeline.frames().values())
+        heights = [f.height for f in pl.collect_all(frames, engine="streaming")]
+        events = heights[1]
+    else:
+        directory = read_inputs([path]).directories[0]
+        assert directory is not None
+        scan = pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
+        events = scan.select(pl.len(), pl.col("event_id").n_unique()).collect().item(0, 0)
+    wall = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"events": events, "seconds": wall, "rss_mb": own, "worker_rss_mb": children}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("capture", type=Path)
+    parser.add_argument("--phase", choices=("parse", "cached", "ceiling"))
+    args = parser.parse_args()
+    if args.phase:
+        print(json.dumps(_phase(args.phase, args.capture)))
+        return
+    shutil.rmtree(args.capture / ".seamwatch-cache", ignore_errors=True)
+    for phase in ("parse", "cached", "ceiling"):
+        out = subprocess.run(
+            [sys.executable, __file__, str(args.capture), "--phase", phase],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        rate = r["events"] / r["seconds"]
+        print(
+            f"{phase:8s} {r['events']:>10,.0f} events  {r['seconds']:7.2f} s  "
+            f"{rate:>12,.0f} events/s  peak RSS {r['rss_mb']:6.0f} MB"
+            f" (workers {r['worker_rss_mb']:.0f} MB)"
+        )
+
+
+if __name__ == "__main__":
+    main()

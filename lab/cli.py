@@ -1,0 +1,88 @@
+"""`seamwatch lab list` and `seamwatch lab run SCENARIO|--all --out DIR` (DESIGN.md §6).
+
+The top-level CLI hands everything after `lab` to `main(argv)`. Exit 0 on success, 2 with a
+one-line reason on bad usage, an unknown scenario or a scenario that could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lab.framework import DEFAULT_BUDGET_S, LabError, Scenario, run_scenario
+from lab.scenarios import SCENARIOS, by_name
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `_Usage` on bad usage instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(message)
+
+
+class _Usage(Exception):
+    """Bad usage: exit 2 with this one-line reason."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="seamwatch lab", description="Run the fault-injection lab.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("list", help="list the scenarios: name and description, one a line")
+    run = sub.add_parser("run", help="run scenarios into DIR/<name>/")
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument("scenario", nargs="?", metavar="SCENARIO", help="one scenario by name")
+    which.add_argument("--all", action="store_true", help="every scenario, in list order")
+    run.add_argument("--out", required=True, metavar="DIR", help="where scenario dirs go")
+    run.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds per scenario")
+    run.add_argument(
+        "--direct",
+        action="store_true",
+        help="development only: skip the seamwatch proxy (nothing is captured)",
+    )
+    return parser
+
+
+def _selected(args: argparse.Namespace) -> list[Scenario]:
+    if args.all:
+        return list(SCENARIOS)
+    scenario = by_name(args.scenario)
+    if scenario is None:
+        names = ", ".join(s.name for s in SCENARIOS)
+        raise _Usage(f"unknown scenario {args.scenario!r} (known: {names})")
+    return [scenario]
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run `seamwatch lab ...`; returns the exit code."""
+    try:
+        args = _parser().parse_args(list(argv))
+        if args.command == "list":
+            width = max((len(s.name) for s in SCENARIOS), default=0)
+            for scenario in SCENARIOS:
+                print(f"{scenario.name:<{width}}  {scenario.description}")
+            return EXIT_OK
+        scenarios = _selected(args)
+    except _Usage as exc:
+        print(f"seamwatch lab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    failed = 0
+    for scenario in scenarios:  # with --all, one failure does not stop the others
+        try:
+            directory = run_scenario(
+                scenario, Path(args.out), budget_s=args.budget, direct=args.direct
+            )
+        except LabError as exc:
+            failed += 1
+            reason = " ".join(str(exc).split())
+            print(f"seamwatch lab: {scenario.name} failed: {reason}", file=sys.stderr)
+            continue
+        print(f"{scenario.name}\t{directory}", flush=True)
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,5 @@
+"""Purpose-built Streamable HTTP servers whose faults are switches (`lab.faults.server`).
+
+Scenarios start them through `lab.faults.launch`; this package stays import-light so that
+each replica process starts fast.
+"""

@@ -1,0 +1,92 @@
+"""Start the lab's fault servers and balancer from a scenario, and talk to their control plane.
+
+The server itself is `lab.faults.server` (one module, faults as switches); the balancer is
+`lab.balancer`. Control calls go to a replica directly, never through the proxy or the
+balancer, so they are neither captured nor counted in the round-robin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lab.framework import LabContext, LabError, python_argv
+
+MCP_PATH = "/mcp"
+
+
+@dataclass(frozen=True)
+class FaultReplica:
+    """A running `lab.faults.server` process; `root` is its http://127.0.0.1:PORT."""
+
+    name: str
+    root: str
+
+    async def state(self) -> dict[str, Any]:
+        """`/lab/state`: buffers, counters, running tools, tickets filed."""
+        async with httpx.AsyncClient() as http:
+            response = await http.get(f"{self.root}/lab/state")
+            response.raise_for_status()
+            state: dict[str, Any] = response.json()
+            return state
+
+    async def settle(self, *, collected: bool = False) -> dict[str, Any]:
+        """Wait until no tool runs on the replica (and its buffers are collected, if asked)."""
+        query = "?collected=1" if collected else ""
+        async with httpx.AsyncClient(timeout=15.0) as http:
+            response = await http.post(f"{self.root}/lab/settle{query}")
+        state: dict[str, Any] = response.json()
+        if response.status_code != 200:
+            raise LabError(f"{self.name} did not settle: {state}")
+        return state
+
+
+def start_replica(
+    ctx: LabContext,
+    *,
+    replica: str,
+    store: Path,
+    session_prefix: str,
+    buffer_size: int | None = None,
+    buffer_ttl: float | None = None,
+    pause_after: int | None = None,
+) -> FaultReplica:
+    """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
+    port = ctx.free_port()
+    argv = python_argv(
+        "lab.faults.server",
+        *("--port", str(port), "--replica", replica, "--store", str(store)),
+        *("--session-prefix", session_prefix),
+    )
+    if buffer_size is not None:
+        argv += ["--buffer-size", str(buffer_size)]
+    if buffer_ttl is not None:
+        argv += ["--buffer-ttl", str(buffer_ttl)]
+    if pause_after is not None:
+        argv += ["--pause-after", str(pause_after)]
+    ctx.start_process(argv, name=replica, port=port)
+    return FaultReplica(replica, f"http://127.0.0.1:{port}")
+
+
+def start_balancer(ctx: LabContext, replicas: list[FaultReplica]) -> str:
+    """Start `lab.balancer` round-robin over `replicas`; returns its http://127.0.0.1:PORT."""
+    port = ctx.free_port()
+    argv = python_argv("lab.balancer", "--port", str(port))
+    for replica in replicas:
+        argv += ["--replica", replica.root]
+    ctx.start_process(argv, name="balancer", port=port)
+    return f"http://127.0.0.1:{port}"
+
+
+def progress_call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A `tools/call` asking for progress, which makes the fault server answer with SSE."""
+    params = {"name": name, "arguments": arguments, "_meta": {"progressToken": f"p{request_id}"}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def served_by(response: httpx.Response) -> str:
+    """The replica that answered (`X-Served-By`), or "?" when the header is missing."""
+    return str(response.headers.get("x-served-by", "?"))

@@ -1,0 +1,570 @@
+"""A purpose-built Streamable HTTP server (2025-11-25, sessioned) whose faults are switches.
+
+One module, one process per replica. What it does right, as the spec asks: `initialize` assigns
+`Mcp-Session-Id` (kept in a SQLite file, so replicas share sessions), every later request must
+carry it (400 without, 404 when unknown), DELETE ends the session, a `tools/call` that asks for
+progress (`_meta.progressToken`) answers `text/event-stream` with a priming event (an `id` and
+empty `data`), `notifications/progress` and the result; everything else answers JSON.
+
+What it does wrong, on purpose (DESIGN.md §7):
+
+- Event ids `e1`, `e2`, ... come from a counter in a buffer that lives in this process only, one
+  buffer per session: a second replica issues the same ids again.
+- `--buffer-size N` bounds the buffer (a ring: the oldest events are evicted first).
+- `--buffer-ttl S` collects a buffer S seconds after its last event once no stream of it is
+  live; the next event of the session starts a new buffer, and the counter starts again at 1.
+- A resume (`GET` with `Last-Event-ID: e<n>`) replays whatever this process still buffers with
+  a counter above n, from the first surviving event on (no check that the cursor itself is
+  there). With nothing to replay it opens a fresh standalone stream under the old cursor:
+  a priming event and a `notifications/message`, under whatever ids the counter gives.
+- `--pause-after K`: the first streamed tool call of this process stops after K progress
+  notifications until the client's connection for it is gone, then runs to the end into the
+  buffer (the tool keeps running while the client is away, as disconnection is not
+  cancellation).
+
+Every response carries `X-Served-By: <replica>`. Control endpoints for the scenarios, called
+directly (never through the proxy, so they are not captured): `GET /lab/state`,
+`POST /lab/settle` (waits until no tool runs; `?collected=1` also until the TTL collected every
+buffer).
+
+    python -m lab.faults.server --port 8001 --replica replica-a --store /tmp/sessions.sqlite3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import re
+import sqlite3
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+PROTOCOL_VERSION = "2025-11-25"
+MCP_PATH = "/mcp"
+SETTLE_TIMEOUT_S = 5.0
+CURSOR = re.compile(r"e(\d+)")
+
+log = logging.getLogger("lab.faults")
+
+Json = dict[str, Any]
+
+TOOLS: list[Json] = [
+    {
+        "name": "create_ticket",
+        "description": "File a support ticket. Every call files a new one.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "steps": {"type": "integer", "minimum": 0, "default": 0},
+            },
+            "required": ["title"],
+        },
+        # No annotations: a side-effecting tool (readOnlyHint and destructiveHint default).
+    },
+    {
+        "name": "lookup",
+        "description": "Read one value of the lab's directory.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"key": {"type": "string"}},
+            "required": ["key"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "slow_report",
+        "description": "Build a report step by step, sending notifications/progress.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"steps": {"type": "integer", "minimum": 0, "default": 3}},
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+]
+
+
+def dumps(message: Json) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Event:
+    """One SSE event as issued: counter `n` (id `e<n>`), its stream, JSON text or "" (priming)."""
+
+    n: int
+    stream: str
+    data: str
+
+    @property
+    def id(self) -> str:
+        return f"e{self.n}"
+
+    def frame(self) -> bytes:
+        if not self.data:
+            # 2025-11-25 priming event: an id and empty data, so the client holds a cursor.
+            return f"id: {self.id}\ndata: \n\n".encode()
+        return f"event: message\nid: {self.id}\ndata: {self.data}\n\n".encode()
+
+
+class EventBuffer:
+    """A session's events in this process: the id counter and a deque, bounded when asked."""
+
+    def __init__(self, size: int | None) -> None:
+        self.counter = 0
+        self.events: deque[Event] = deque(maxlen=size)
+        self.touched = time.monotonic()
+
+    def issue(self, stream: str, data: str) -> Event:
+        self.counter += 1
+        event = Event(self.counter, stream, data)
+        self.events.append(event)
+        self.touched = time.monotonic()
+        return event
+
+
+@dataclass(eq=False)
+class Stream:
+    """A logical stream in this process: what a tool call's POST or a fresh GET opened."""
+
+    id: str
+    session: str
+    outbox: asyncio.Queue[Event | None] | None = None  # the connection carrying it, if any
+    gone: asyncio.Event = field(default_factory=asyncio.Event)  # its last connection closed
+    running: bool = False  # a tool still writes to it
+    finished: bool = False  # its response was issued
+
+    def attach(self) -> asyncio.Queue[Event | None]:
+        self.outbox = asyncio.Queue()
+        self.gone.clear()
+        return self.outbox
+
+
+class SessionStore:
+    """Sessions and filed tickets in one SQLite file, shared by every replica."""
+
+    def __init__(self, path: Path, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix
+        with self._db() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS sessions (n INTEGER PRIMARY KEY, id TEXT)")
+            db.execute("CREATE TABLE IF NOT EXISTS tickets (n INTEGER PRIMARY KEY, session TEXT)")
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        # One short connection per call: replicas are separate processes. Each call takes
+        # well under a millisecond on a local file, so it runs on the event loop.
+        db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    def create(self) -> str:
+        """A new session; ids are `<prefix>-<n>` so a re-run names the same sessions."""
+        with self._db() as db:
+            n = db.execute("INSERT INTO sessions (id) VALUES (NULL)").lastrowid
+            session = f"{self.prefix}-{n}"
+            db.execute("UPDATE sessions SET id = ? WHERE n = ?", (session, n))
+        return session
+
+    def exists(self, session: str) -> bool:
+        with self._db() as db:
+            row = db.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone()
+        return row is not None
+
+    def delete(self, session: str) -> bool:
+        with self._db() as db:
+            return db.execute("DELETE FROM sessions WHERE id = ?", (session,)).rowcount > 0
+
+    def file_ticket(self, session: str) -> int:
+        with self._db() as db:
+            n = db.execute("INSERT INTO tickets (session) VALUES (?)", (session,)).lastrowid
+        assert n is not None
+        return n
+
+    def tickets(self) -> int:
+        with self._db() as db:
+            return int(db.execute("SELECT count(*) FROM tickets").fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The switches of one replica."""
+
+    replica: str
+    buffer_size: int | None = None
+    buffer_ttl: float | None = None
+    pause_after: int | None = None
+
+
+class SseResponse:
+    """Writes a stream's outbox as SSE until the server ends it (None) or the client leaves."""
+
+    def __init__(self, server: FaultServer, stream: Stream, outbox: asyncio.Queue[Event | None]):
+        self.server = server
+        self.stream = stream
+        self.outbox = outbox
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache, no-transform"),
+            (b"mcp-session-id", self.stream.session.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        left = asyncio.ensure_future(_disconnected(receive))
+        client_left = False
+        try:
+            while True:
+                next_event = asyncio.ensure_future(self.outbox.get())
+                await asyncio.wait({next_event, left}, return_when=asyncio.FIRST_COMPLETED)
+                if not next_event.done():
+                    next_event.cancel()
+                    client_left = True
+                    break
+                event = next_event.result()
+                if event is None:
+                    break
+                try:
+                    await send(
+                        {"type": "http.response.body", "body": event.frame(), "more_body": True}
+                    )
+                except OSError:
+                    client_left = True
+                    break
+            if not client_left:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            left.cancel()
+            self.server.detach(self.stream, self.outbox, client_left=client_left)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class FaultServer:
+    """The replica's state: sessions (shared), buffers and streams (this process only)."""
+
+    def __init__(self, faults: Faults, store: SessionStore) -> None:
+        self.faults = faults
+        self.store = store
+        self.buffers: dict[str, EventBuffer] = {}
+        self.streams: dict[str, Stream] = {}
+        self.stream_ids = itertools.count(1)
+        self.streamed_calls = 0
+        self.collected: list[str] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    # --- events and streams -------------------------------------------------------------
+
+    def buffer(self, session: str) -> EventBuffer:
+        if session not in self.buffers:
+            self.buffers[session] = EventBuffer(self.faults.buffer_size)
+        return self.buffers[session]
+
+    def open_stream(self, session: str) -> tuple[Stream, asyncio.Queue[Event | None]]:
+        stream = Stream(f"{self.faults.replica}/s{next(self.stream_ids)}", session)
+        self.streams[stream.id] = stream
+        outbox = stream.attach()
+        outbox.put_nowait(self.buffer(session).issue(stream.id, ""))  # the priming event
+        return stream, outbox
+
+    def publish(self, stream: Stream, message: Json, *, final: bool = False) -> Event:
+        """Issue `message` on `stream`: buffered always, written when a connection is attached."""
+        event = self.buffer(stream.session).issue(stream.id, dumps(message))
+        if final:
+            stream.finished = True
+        if stream.outbox is not None:
+            stream.outbox.put_nowait(event)
+            if final:
+                stream.outbox.put_nowait(None)
+        return event
+
+    def detach(
+        self, stream: Stream, outbox: asyncio.Queue[Event | None], *, client_left: bool
+    ) -> None:
+        if stream.outbox is outbox:
+            stream.outbox = None
+            stream.gone.set()
+        if client_left:
+            log.info("%s: client left stream %s", self.faults.replica, stream.id)
+
+    def live(self, session: str) -> bool:
+        return any(
+            s.session == session and (s.running or s.outbox is not None)
+            for s in self.streams.values()
+        )
+
+    async def sweep(self, ttl: float) -> None:
+        """Collect idle buffers (the TTL fault): their counters start again at 1."""
+        while True:
+            await asyncio.sleep(ttl / 4)
+            now = time.monotonic()
+            for session, buffer in list(self.buffers.items()):
+                if now - buffer.touched > ttl and not self.live(session):
+                    del self.buffers[session]
+                    self.collected.append(session)
+                    log.info("%s: collected the buffer of %s", self.faults.replica, session)
+
+    # --- tools ----------------------------------------------------------------------------
+
+    def run_tool(self, session: str, name: str, arguments: Json) -> tuple[Json, int]:
+        """The tool's effect and result; returns (result, number of progress steps)."""
+        if name == "create_ticket":
+            ticket = self.store.file_ticket(session)
+            text = f"filed ticket T-{ticket}: {arguments.get('title', '')}"
+            steps = int(arguments.get("steps", 0))
+            return {"content": [{"type": "text", "text": text}], "isError": False}, steps
+        if name == "lookup":
+            key = str(arguments.get("key", ""))
+            text = f"{key} = value-of-{key}"
+            return {"content": [{"type": "text", "text": text}], "isError": False}, 0
+        if name == "slow_report":
+            steps = int(arguments.get("steps", 3))
+            text = f"report ready after {steps} steps"
+            return {"content": [{"type": "text", "text": text}], "isError": False}, steps
+        raise KeyError(name)
+
+    async def stream_call(
+        self, stream: Stream, request_id: object, token: object, result: Json, steps: int
+    ) -> None:
+        """Send progress and the result on `stream`; pause for the client to go if asked."""
+        self.streamed_calls += 1
+        pause = self.faults.pause_after if self.streamed_calls == 1 else None
+        try:
+            for step in range(1, steps + 1):
+                progress = {"progressToken": token, "progress": step, "total": steps}
+                self.publish(stream, notification("notifications/progress", progress))
+                if step == pause:
+                    log.info("%s: %s paused after step %d", self.faults.replica, stream.id, step)
+                    await stream.gone.wait()
+            self.publish(stream, {"jsonrpc": "2.0", "id": request_id, "result": result}, final=True)
+        finally:
+            stream.running = False
+
+    # --- HTTP -----------------------------------------------------------------------------
+
+    async def post(self, request: Request) -> Response | SseResponse:
+        try:
+            message = json.loads(await request.body())
+        except ValueError:
+            return rpc_error(None, -32700, "Parse error", status=400)
+        if not isinstance(message, dict):
+            return rpc_error(None, -32600, "batches are not part of 2025-11-25", status=400)
+        method, request_id = message.get("method"), message.get("id")
+        if method == "initialize":
+            session = self.store.create()
+            log.info("%s: initialize -> session %s", self.faults.replica, session)
+            result = {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"tools": {}, "logging": {}},
+                "serverInfo": {"name": "seamwatch-lab-faults", "version": "1"},
+            }
+            return rpc_result(request_id, result, session)
+        session, refusal = self.session_of(request)
+        if refusal is not None:
+            return refusal
+        if method is None or "id" not in message:
+            return Response(status_code=202)  # a notification or a response
+        params = message.get("params") or {}
+        if method == "ping":
+            return rpc_result(request_id, {}, session)
+        if method == "tools/list":
+            return rpc_result(request_id, {"tools": TOOLS}, session)
+        if method != "tools/call":
+            return rpc_error(request_id, -32601, f"method not found: {method}")
+        name = str(params.get("name"))
+        try:
+            result, steps = self.run_tool(session, name, params.get("arguments") or {})
+        except KeyError:
+            return rpc_error(request_id, -32602, f"unknown tool: {name}")
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is None:
+            return rpc_result(request_id, result, session)
+        stream, outbox = self.open_stream(session)
+        stream.running = True
+        log.info("%s: tools/call %s id=%s on %s", self.faults.replica, name, request_id, stream.id)
+        task = asyncio.get_running_loop().create_task(
+            self.stream_call(stream, request_id, token, result, steps)
+        )
+        self.tasks.add(task)  # the loop keeps only a weak reference
+        task.add_done_callback(self.tasks.discard)
+        return SseResponse(self, stream, outbox)
+
+    async def get(self, request: Request) -> Response | SseResponse:
+        session, refusal = self.session_of(request)
+        if refusal is not None:
+            return refusal
+        cursor = request.headers.get("last-event-id")
+        if cursor is not None:
+            matched = CURSOR.fullmatch(cursor)
+            after = int(matched.group(1)) if matched else None
+            # The fault: whatever survives above the cursor's counter, cursor found or not.
+            tail = [
+                e
+                for e in self.buffer(session).events
+                if after is not None and e.n > after and e.data
+            ]
+            replayed = [e.id for e in tail]
+            log.info("%s: resume from %s replays %s", self.faults.replica, cursor, replayed)
+            if tail:
+                return self.replay(self.streams[tail[0].stream], tail)
+        stream, outbox = self.open_stream(session)
+        opened = {"replica": self.faults.replica, "stream": "standalone"}
+        params = {"level": "info", "logger": "seamwatch-lab", "data": opened}
+        self.publish(stream, notification("notifications/message", params))
+        return SseResponse(self, stream, outbox)
+
+    def replay(self, stream: Stream, tail: list[Event]) -> SseResponse:
+        if stream.outbox is not None:
+            stream.outbox.put_nowait(None)  # one connection per stream: end the old one
+        outbox = stream.attach()
+        for event in tail:
+            outbox.put_nowait(event)
+        if stream.finished:
+            outbox.put_nowait(None)
+        return SseResponse(self, stream, outbox)
+
+    async def delete(self, request: Request) -> Response:
+        session, refusal = self.session_of(request)
+        if refusal is not None:
+            return refusal
+        self.store.delete(session)
+        for stream in self.streams.values():
+            if stream.session == session and stream.outbox is not None:
+                stream.outbox.put_nowait(None)
+        log.info("%s: session %s deleted", self.faults.replica, session)
+        return Response(status_code=200)
+
+    def session_of(self, request: Request) -> tuple[str, Response | None]:
+        session = request.headers.get("mcp-session-id")
+        if session is None:
+            return "", rpc_error(None, -32000, "Mcp-Session-Id header is required", status=400)
+        if not self.store.exists(session):
+            return session, rpc_error(None, -32001, "Session not found", status=404)
+        return session, None
+
+    # --- control plane --------------------------------------------------------------------
+
+    def state(self) -> Json:
+        return {
+            "replica": self.faults.replica,
+            "buffers": {s: [e.id for e in b.events] for s, b in self.buffers.items()},
+            "counters": {s: b.counter for s, b in self.buffers.items()},
+            "collected": self.collected,
+            "running": sorted(s.id for s in self.streams.values() if s.running),
+            "attached": sorted(s.id for s in self.streams.values() if s.outbox is not None),
+            "tickets": self.store.tickets(),
+        }
+
+    async def lab_state(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.state())
+
+    async def lab_settle(self, request: Request) -> JSONResponse:
+        """Wait until no tool runs (and, with ?collected=1, no buffer is left)."""
+        collected = request.query_params.get("collected") == "1"
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while any(s.running for s in self.streams.values()) or (collected and self.buffers):
+            if time.monotonic() > deadline:
+                return JSONResponse({"settled": False, **self.state()}, status_code=504)
+            await asyncio.sleep(0.01)  # polls this process's own state, not the wire
+        return JSONResponse({"settled": True, **self.state()})
+
+
+def notification(method: str, params: Json) -> Json:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def rpc_result(request_id: object, result: Json, session: str) -> JSONResponse:
+    body = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    return JSONResponse(body, headers={"mcp-session-id": session})
+
+
+def rpc_error(request_id: object, code: int, text: str, *, status: int = 200) -> JSONResponse:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
+    return JSONResponse(body, status_code=status)
+
+
+def served_by(app: Callable[[Scope, Receive, Send], Awaitable[None]], replica: str) -> Any:
+    """ASGI middleware: `X-Served-By: <replica>` on every response."""
+    header = (b"x-served-by", replica.encode())
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        await app(scope, receive, send_with_header)
+
+    return wrapped
+
+
+def build_app(faults: Faults, store: SessionStore) -> Any:
+    server = FaultServer(faults, store)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        sweeper = None
+        if faults.buffer_ttl is not None:
+            sweeper = asyncio.get_running_loop().create_task(server.sweep(faults.buffer_ttl))
+        yield
+        if sweeper is not None:
+            sweeper.cancel()
+
+    app = Starlette(
+        routes=[
+            Route(MCP_PATH, server.post, methods=["POST"]),
+            Route(MCP_PATH, server.get, methods=["GET"]),
+            Route(MCP_PATH, server.delete, methods=["DELETE"]),
+            Route("/lab/state", server.lab_state, methods=["GET"]),
+            Route("/lab/settle", server.lab_settle, methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
+    return served_by(app, faults.replica)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lab.faults.server", description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--replica", default="replica", help="X-Served-By value")
+    parser.add_argument("--store", type=Path, required=True, help="SQLite file of sessions")
+    parser.add_argument("--session-prefix", default="lab", help="session ids are PREFIX-<n>")
+    parser.add_argument("--buffer-size", type=int, help="ring buffer: keep the last N events")
+    parser.add_argument("--buffer-ttl", type=float, help="collect idle buffers after S seconds")
+    parser.add_argument("--pause-after", type=int, help="first streamed call waits after K steps")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    faults = Faults(args.replica, args.buffer_size, args.buffer_ttl, args.pause_after)
+    app = build_app(faults, SessionStore(args.store, args.session_prefix))
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        server_header=False,
+    )
+
+
+if __name__ == "__main__":
+    main()

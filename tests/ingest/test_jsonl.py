@@ -1,0 +1,218 @@
+"""analyzer.ingest.jsonl: tolerant reading of capture files, damage counted per kind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analyzer.ingest.common import InputReport, UnreadableInput, UnsupportedSchema
+from analyzer.ingest.jsonl import read_capture
+from tests.support.records import Capture, event, req, res, sse
+
+
+def _session() -> Capture:
+    """A small clean run: initialize, a tools/call answered on an event stream."""
+    c = Capture().open()
+    f = c.request(body=req("initialize", 1, protocolVersion="2025-11-25"))
+    c.response(f, body=res(1, protocolVersion="2025-11-25"), headers={"mcp-session-id": "S"})
+    g = c.request(
+        body=req("tools/call", 2, name="t", arguments={}), headers={"mcp-session-id": "S"}
+    )
+    c.response(g, sse=True)
+    c.chunk(g, sse(event(id="1", data="")), n=0)
+    c.chunk(g, sse(event(req("notifications/progress", progress=1), id="2")), n=1)
+    c.chunk(g, sse(event(res(2, content=[]), id="3")), n=2)
+    c.end(g)
+    c.close()
+    return c
+
+
+def _read(
+    tmp_path: Path, data: bytes, name: str = "cap.jsonl", workers: int = 1
+) -> tuple[InputReport, Path]:
+    folder = tmp_path / "capture"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(data)
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    return read_capture(folder, out, workers=workers), out
+
+
+def _events(out: Path) -> list[str]:
+    frame = pl.read_parquet(sorted(out.glob("events-*.parquet")))
+    return frame.sort("seq", "ordinal")["event_id"].to_list()
+
+
+def _join(lines: list[bytes]) -> bytes:
+    return b"".join(line + b"\n" for line in lines)
+
+
+def test_clean_capture_reads_everything(tmp_path: Path) -> None:
+    c = _session()
+    report, out = _read(tmp_path, _join(c.lines()))
+    assert (report.records, report.skipped, dict(report.counts)) == (len(c.records), 0, {})
+    assert report.warnings == ()
+    assert _events(out) == ["1", "2", "3"]
+
+
+def test_torn_last_line_is_counted_and_skipped(tmp_path: Path) -> None:
+    lines = _session().lines()
+    data = _join(lines[:-1]) + lines[-1][:25]  # the close record, cut mid-line
+    report, out = _read(tmp_path, data, "cap.jsonl.partial")
+    assert report.counts == {"torn_line": 1, "missing_close": 1}
+    assert report.skipped == 1
+    assert "1 torn last line(s) skipped" in report.warnings
+    assert _events(out) == ["1", "2", "3"]
+
+
+def test_last_line_without_newline_that_parses_is_kept(tmp_path: Path) -> None:
+    data = _join(_session().lines()).rstrip(b"\n")
+    report, _ = _read(tmp_path, data)
+    assert report.counts == {}
+
+
+def test_corrupt_middle_line_is_counted_and_skipped(tmp_path: Path) -> None:
+    lines = _session().lines()
+    lines[6] = lines[6][:40] + b"#garbage"  # chunk n=1: its event is lost, nothing else
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"corrupt_line": 1, "chunk_gap": 1}
+    assert _events(out) == ["1", "3"]
+
+
+def test_invalid_utf8_line_is_counted_and_skipped(tmp_path: Path) -> None:
+    lines = _session().lines()
+    lines[6] = lines[6].replace(b"progress", b"pro\xffgress")
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"invalid_utf8": 1, "chunk_gap": 1}
+    assert _events(out) == ["1", "3"]
+
+
+def test_bom_is_counted_and_the_line_read(tmp_path: Path) -> None:
+    report, out = _read(tmp_path, b"\xef\xbb\xbf" + _join(_session().lines()))
+    assert report.counts == {"bom": 1}
+    assert report.skipped == 0
+    assert _events(out) == ["1", "2", "3"]
+
+
+def test_seq_gap_counts_the_missing_records(tmp_path: Path) -> None:
+    lines = _session().lines()
+    del lines[3:5]  # two records lost on disk: the call's request and response
+    report, _ = _read(tmp_path, _join(lines))
+    assert report.counts == {"seq_gap": 2}
+    assert "2 record(s) missing (gaps in seq)" in report.warnings
+
+
+def test_missing_capture_close_is_an_unclean_stop(tmp_path: Path) -> None:
+    report, _ = _read(tmp_path, _join(_session().lines()[:-1]))
+    assert report.counts == {"missing_close": 1}
+
+
+def test_duplicated_records_are_counted_and_skipped_once(tmp_path: Path) -> None:
+    lines = _session().lines()
+    lines.insert(8, lines[7])  # a chunk twice
+    lines.insert(3, lines[2])  # a response twice
+    lines.insert(0, lines[0])  # capture_open twice
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"duplicate_record": 3}
+    assert report.skipped == 3
+    assert _events(out) == ["1", "2", "3"]
+
+
+def test_blank_and_malformed_records(tmp_path: Path) -> None:
+    lines = _session().lines()
+    lines.insert(2, b"")
+    lines.insert(2, b'{"kind":"chunk","seq":99,"ts_ns":1,"mono_ns":1}')  # no flow
+    lines.insert(2, b'{"kind":"future_kind","seq":98,"ts_ns":1,"mono_ns":1}')
+    report, _ = _read(tmp_path, _join(lines))
+    assert report.counts == {"blank_line": 1, "invalid_record": 1, "unknown_kind": 1}
+
+
+def test_unknown_schema_major_is_an_error(tmp_path: Path) -> None:
+    lines = _session().lines()
+    record = json.loads(lines[0])
+    record["schema"] = "2.0"
+    lines[0] = json.dumps(record).encode()
+    with pytest.raises(UnsupportedSchema, match=r"schema 2\.0 is not supported"):
+        _read(tmp_path, _join(lines))
+
+
+def test_newer_minor_is_a_note(tmp_path: Path) -> None:
+    c = Capture().open(schema="1.9")
+    c.close()
+    report, _ = _read(tmp_path, _join(c.lines()))
+    assert report.counts == {"newer_minor": 1}
+
+
+def test_missing_path_is_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(UnreadableInput):
+        read_capture(tmp_path / "nope", tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UnreadableInput, match="no capture files"):
+        read_capture(tmp_path / "empty", tmp_path)
+
+
+def test_rotated_files_are_read_in_rotation_order(tmp_path: Path) -> None:
+    """A stream cut by rotation: its chunks continue in the next file (named out of order)."""
+    c = Capture(run_id="run-r").open(file_index=0)
+    f = c.request("GET", headers={"mcp-session-id": "S"})
+    c.response(f, sse=True)
+    c.chunk(f, 'id: a\ndata: {"x":', n=0)  # incomplete: completed in the next file
+    first = c.lines()
+    c.records.clear()
+    c.open(file_index=1)
+    c.chunk(f, "1}\n\nid: b\ndata: 2\n\n", n=1)
+    c.end(f)
+    c.close()
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    (folder / "z-0000.jsonl").write_bytes(_join(first))
+    (folder / "a-0001.jsonl.partial").write_bytes(_join(c.lines()))
+    out = tmp_path / "out"
+    out.mkdir()
+    report = read_capture(folder, out, workers=1)
+    assert report.counts == {}
+    assert report.files == (str(folder / "z-0000.jsonl"), str(folder / "a-0001.jsonl.partial"))
+    assert _events(out) == ["a", "b"]
+
+
+def test_partial_beside_its_renamed_file_is_read_once(tmp_path: Path) -> None:
+    data = _join(_session().lines())
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    (folder / "cap.jsonl").write_bytes(data)
+    (folder / "cap.jsonl.partial").write_bytes(data[:-40])
+    out = tmp_path / "out"
+    out.mkdir()
+    report = read_capture(folder, out, workers=1)
+    assert report.counts == {"duplicate_file": 1}
+    assert report.files == (str(folder / "cap.jsonl"),)
+
+
+def test_two_workers_read_what_one_reads(tmp_path: Path) -> None:
+    """Flows are split between processes by flow id; the tables and counts are the same."""
+    c = Capture().open()
+    for k in range(40):
+        f = c.request("GET", headers={"mcp-session-id": f"S{k % 3}"}, client=f"10.0.0.{k}:1")
+        c.response(f, sse=True)
+        for n in range(3):
+            c.chunk(f, sse(event({"k": k, "n": n}, id=f"{k}-{n}")), n=n)
+        c.end(f)
+    c.close()
+    lines = c.lines()
+    lines[30] = b"{broken"
+    data = _join(lines)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one, out_one = _read(tmp_path / "one", data)
+    two, out_two = _read(tmp_path / "two", data, workers=2)
+    assert one.counts == two.counts
+    assert one.counts["corrupt_line"] == 1
+    assert one.records == two.records
+    for table in ("flows", "events", "messages", "payloads"):
+        a = pl.read_parquet(sorted(out_one.glob(f"{table}-*.parquet")))
+        b = pl.read_parquet(sorted(out_two.glob(f"{table}-*.parquet")))
+        key = a.columns[:3]
+        assert a.sort(key).equals(b.sort(key)), table

@@ -1,0 +1,81 @@
+"""analyzer.ingest.mitm: mitmproxy dumps as capture records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from analyzer.ingest.common import UnreadableInput
+from analyzer.ingest.mitm import read_mitm
+
+
+def _flow(**kw: Any) -> Any:
+    from mitmproxy import http
+    from mitmproxy.test import tflow
+
+    flow = tflow.tflow()
+    flow.request = http.Request.make("GET", "http://mcp.test/mcp", b"", {"Mcp-Session-Id": "S"})
+    flow.request.timestamp_start = 1750000000.0
+    flow.response = http.Response.make(
+        200, b"id: 1\ndata: {}\n\n", {"Content-Type": "text/event-stream"}
+    )
+    flow.response.timestamp_start = 1750000000.1
+    flow.response.timestamp_end = 1750000000.2
+    flow.client_conn.peername = ("10.0.0.7", 5000)
+    flow.error = None
+    for key, value in kw.items():
+        setattr(flow, key, value)
+    return flow
+
+
+def _read(tmp_path: Path, flows: list[Any]) -> tuple[Any, pl.DataFrame]:
+    from mitmproxy import io
+
+    path = tmp_path / "d.mitm"
+    with path.open("wb") as fh:
+        writer = io.FlowWriter(fh)
+        for flow in flows:
+            writer.add(flow)
+    out = tmp_path / "out"
+    out.mkdir()
+    report = read_mitm(path, out)
+    return report, pl.read_parquet(sorted(out.glob("flows-*.parquet")))
+
+
+def test_event_stream_body_becomes_events(tmp_path: Path) -> None:
+    report, flows = _read(tmp_path, [_flow()])
+    assert report.kind == "mitm" and report.counts == {}
+    row = flows.row(0, named=True)
+    assert (row["client_ip"], row["events"], row["end_how"]) == ("10.0.0.7", 1, "complete")
+
+
+def test_streamed_body_is_reported_missing(tmp_path: Path) -> None:
+    flow = _flow()
+    flow.response.raw_content = None  # what mitmproxy keeps of a streamed body
+    report, flows = _read(tmp_path, [flow])
+    assert report.counts == {"body_missing": 1}
+    assert "1 streamed response body(ies) not kept by the dump" in report.warnings
+    assert flows["body_missing"].to_list() == [True]
+    assert flows["events"].to_list() == [0]
+
+
+def test_flow_without_response(tmp_path: Path) -> None:
+    from mitmproxy import flow as mflow
+
+    failed = _flow(response=None, error=mflow.Error("connection refused", 1750000000.3))
+    _, flows = _read(tmp_path, [failed])
+    row = flows.row(0, named=True)
+    assert (row["status"], row["end_how"], row["end_error"]) == (
+        None,
+        "error",
+        "connection refused",
+    )
+
+
+def test_not_a_dump(tmp_path: Path) -> None:
+    (tmp_path / "x.mitm").write_bytes(b"definitely not tnetstring")
+    with pytest.raises(UnreadableInput):
+        read_mitm(tmp_path / "x.mitm", tmp_path)

@@ -1,0 +1,78 @@
+"""The JSON report of DESIGN.md §6 (analyzer/report/json.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from analyzer.findings import FINDINGS_SCHEMA
+from analyzer.report import Report
+from analyzer.report import json as json_report
+from tests.support.report_sample import ROWS, make_report
+
+
+def test_shape_is_design_section_6(report: Report) -> None:
+    got = json.loads(json_report.render(report))
+    assert list(got) == ["schema", "findings", "summary", "inputs"]
+    assert got["schema"] == 1
+    assert list(got["summary"]) == [
+        "by_detector",
+        "by_severity",
+        "sessions",
+        "streams",
+        "resumptions",
+        "tool_calls",
+    ]
+    assert got["summary"]["by_detector"] == {
+        "analysis-error": 0,
+        "capture-health": 2,
+        "causal-gap": 0,
+        "duplicate-event-id": 2,
+    }
+    assert got["summary"]["by_severity"] == {"high": 1, "medium": 1, "low": 1, "info": 1}
+    assert (got["summary"]["sessions"], got["summary"]["tool_calls"]) == (2, 0)
+    assert got["inputs"] == [
+        {
+            "path": "captures/cap.jsonl",
+            "records": 10,
+            "skipped": 1,
+            "warnings": ["1 torn last line(s) skipped"],
+        },
+        {"path": "/srv/b dump.har", "records": 4, "skipped": 0, "warnings": []},
+    ]
+
+
+def test_findings_have_every_field_in_schema_order(report: Report) -> None:
+    findings = json.loads(json_report.render(report))["findings"]
+    assert len(findings) == len(ROWS)
+    for finding in findings:
+        assert list(finding) == list(FINDINGS_SCHEMA)
+    first = findings[0]
+    assert first["severity"] == "high"
+    assert first["flow_ids"] == ["f-get-2", "f-open"]
+    assert first["first_ts"] == "2025-06-15T15:06:40.001500000Z"
+    assert first["last_ts"] == "2025-06-15T15:06:49.000000123Z"
+    assert findings[1]["request_ids"] == ['"abc"', "7"]
+    assert findings[-1]["session"] is None and findings[-1]["first_ts"] is None
+    assert [f["severity"] for f in findings] == ["high", "medium", "low", "info"]
+
+
+def test_same_input_same_bytes() -> None:
+    first = json_report.render(make_report())
+    second = json_report.render(make_report(list(reversed(ROWS))))
+    assert first == second
+    assert first.endswith("}\n")
+    assert first.isascii()
+
+
+def test_write_matches_render(report: Report) -> None:
+    out = io.StringIO()
+    json_report.write(report, out)
+    assert out.getvalue() == json_report.render(report)
+
+
+def test_empty_report(empty_report: Report) -> None:
+    got = json.loads(json_report.render(empty_report))
+    assert got["findings"] == []
+    assert set(got["summary"]["by_severity"].values()) == {0}
+    assert set(got["summary"]["by_detector"].values()) == {0}

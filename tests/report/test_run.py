@@ -1,0 +1,291 @@
+"""`seamwatch analyze`: exit codes, option parsing and the pipeline (analyzer/report/run.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import polars as pl
+import pytest
+
+import analyzer.timeline
+from analyzer import cli
+from analyzer.cli import UsageError
+from analyzer.findings import Severity, empty_findings
+from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
+from analyzer.report import run
+from analyzer.schema import EXCHANGES, RESUMPTIONS, SESSIONS, STREAMS, TOOL_CALLS
+from tests.support.report_sample import ROWS, make_report
+
+T0_NS = 1_750_000_000_000_000_000
+
+# --- the pure part -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "code"),
+    [
+        (Severity.INFO, 1),
+        (Severity.LOW, 1),
+        (Severity.MEDIUM, 1),
+        (Severity.HIGH, 1),
+        (None, 0),
+    ],
+)
+def test_exit_code_with_findings_of_every_level(fail_on: Severity | None, code: int) -> None:
+    assert run.exit_code(make_report().findings, fail_on) == code
+
+
+@pytest.mark.parametrize(
+    ("levels", "fail_on", "code"),
+    [
+        (["info", "low"], Severity.MEDIUM, 0),
+        (["info", "low", "medium"], Severity.MEDIUM, 1),
+        (["medium"], Severity.HIGH, 0),
+        (["info"], Severity.INFO, 1),
+        (["high"], None, 0),
+    ],
+)
+def test_exit_code_threshold(levels: list[str], fail_on: Severity | None, code: int) -> None:
+    rows = [dict(ROWS[0], severity=level, event_ids=[level]) for level in levels]
+    assert run.exit_code(make_report(rows).findings, fail_on) == code
+
+
+def test_no_findings_is_exit_0() -> None:
+    assert run.exit_code(empty_findings(), Severity.INFO) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("medium", Severity.MEDIUM), ("HIGH", Severity.HIGH), ("none", None), ("None", None)],
+)
+def test_parse_fail_on(text: str, want: Severity | None) -> None:
+    assert run.parse_fail_on(text) is want
+
+
+def test_parse_fail_on_rejects_other_words() -> None:
+    with pytest.raises(UsageError, match=r"--fail-on: unknown severity 'critical'.*or none"):
+        run.parse_fail_on("critical")
+
+
+def test_parse_ids() -> None:
+    assert run.parse_ids(None) is None
+    assert run.parse_ids("causal-gap, stale-cursor,,") == ["causal-gap", "stale-cursor"]
+    assert run.parse_ids("") == []
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Input:
+    path: str
+    records: int = 5
+    skipped: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def frame(schema: pl.Schema, *rows: dict[str, object]) -> pl.LazyFrame:
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema).lazy()
+
+
+def fake_timeline(path: Path) -> Any:
+    """A timeline with one stream left open at capture end (an info capture-health finding)."""
+    flow = {
+        "session_id": "mcp:s1",
+        "stream_id": "f1",
+        "flow_id": "f1",
+        "ts": T0_NS,
+        "seq": 1,
+        "input": 0,
+        "end_how": "open_at_shutdown",
+    }
+    return SimpleNamespace(
+        inputs=(Input(str(path)),),
+        exchanges=frame(EXCHANGES, flow),
+        sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
+        streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
+        resumptions=frame(RESUMPTIONS),
+        tool_calls=frame(TOOL_CALLS),
+    )
+
+
+@pytest.fixture
+def load_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Replace reading inputs with `fake_timeline`; the list records each call's arguments."""
+    calls: list[dict[str, Any]] = []
+
+    def load_timeline(paths: list[Path], **options: Any) -> Any:
+        calls.append({"paths": paths, **options})
+        return fake_timeline(paths[0])
+
+    monkeypatch.setattr(run, "load_timeline", load_timeline)
+    return calls
+
+
+@pytest.fixture
+def capture(tmp_path: Path, load_calls: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "cap.jsonl"
+    path.write_text("", encoding="utf-8")
+    return path
+
+
+def analyze(*argv: str) -> int:
+    return cli.main(["analyze", *argv])
+
+
+def test_json_to_stdout_and_exit_0_below_fail_on(
+    capture: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert analyze(str(capture), "--format", "json") == 0
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert [f["detector"] for f in got["findings"]] == ["capture-health"]
+    assert got["summary"]["sessions"] == 1 and got["summary"]["streams"] == 1
+    assert got["inputs"] == [{"path": str(capture), "records": 5, "skipped": 0, "warnings": []}]
+    assert err == ""  # no progress when stderr is not a terminal
+
+
+def test_options_reach_the_reader(capture: Path, load_calls: list[dict[str, Any]]) -> None:
+    analyze(str(capture), "--replica-header", "X-Served-By", "--client-header", "X-C", "--no-cache")
+    (call,) = load_calls
+    assert call == {
+        "paths": [capture],
+        "replica_header": "X-Served-By",
+        "client_header": "X-C",
+        "use_cache": False,
+    }
+
+
+def test_fail_on_info_exits_1(capture: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze(str(capture), "--fail-on", "info") == 1
+    assert "fail-on info: FAIL" in capsys.readouterr().out
+
+
+def test_only_and_disable(capture: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert analyze(str(capture), "--fail-on", "info", "--disable", "capture-health") == 0
+    assert analyze(str(capture), "--fail-on", "info", "--only", "analysis-error") == 0
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "junit", "sarif"])
+def test_out_file_same_bytes_twice(capture: Path, tmp_path: Path, fmt: str) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    assert analyze(str(capture), "--format", fmt, "--out", str(first)) == 0
+    assert analyze(str(capture), "--format", fmt, "--out", str(second)) == 0
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--fail-on", "critical"], "--fail-on: unknown severity"),
+        (["--only", "nope"], "--only: unknown detector(s) nope"),
+        (["--disable", "capture-health,nope"], "--disable: unknown detector(s) nope"),
+        (["--config", "/nonexistent/seamwatch.toml"], "cannot read config"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    capture: Path,
+    load_calls: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    assert analyze(str(capture), *argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("seamwatch: ") and message in err
+    assert err.count("\n") == 1
+    assert load_calls == []  # nothing was read
+
+
+def test_bad_config_key_exits_2(
+    capture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "seamwatch.toml"
+    config.write_text("[detectors.capture-health]\nwindow_s = 3\n", encoding="utf-8")
+    assert analyze(str(capture), "--config", str(config)) == 2
+    assert "unknown threshold 'window_s' for detector capture-health" in capsys.readouterr().err
+
+
+def test_missing_input_exits_2(
+    capture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert analyze(str(capture), str(tmp_path / "absent.jsonl")) == 2
+    assert "absent.jsonl: no such file or directory" in capsys.readouterr().err
+
+
+def test_unwritable_out_exits_2(
+    capture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert analyze(str(capture), "--out", str(tmp_path / "no" / "such" / "dir" / "r.json")) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        UnsupportedSchema("cap.jsonl: capture schema 9.0 is not supported\nupgrade seamwatch"),
+        UnreadableInput("cap.jsonl: no capture files"),
+        PermissionError(13, "Permission denied"),
+    ],
+)
+def test_unreadable_input_from_the_reader_exits_2(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: Exception,
+) -> None:
+    path = tmp_path / "cap.jsonl"
+    path.write_text("", encoding="utf-8")
+
+    def load_timeline(paths: list[Path], **options: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(analyzer.timeline, "load_timeline", load_timeline)
+    assert analyze(str(path)) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("seamwatch: ") and err.count("\n") == 1
+
+
+# --- through the real reader and timeline ------------------------------------------------------
+
+
+def write_torn_capture(path: Path) -> Path:
+    """A capture whose GET stream is open at shutdown and whose last line is torn."""
+    from tests.recordkit import Capture, event, req, res, sse
+
+    c = Capture().open()
+    init = c.request(body=req("initialize", 1, protocolVersion="2025-06-18", capabilities={}))
+    c.response(init, body=res(1, protocolVersion="2025-06-18"), headers={"mcp-session-id": "s1"})
+    get = c.request("GET", headers={"mcp-session-id": "s1", "accept": "text/event-stream"})
+    c.response(get, sse=True)
+    c.chunk(get, sse(event(id="1")), n=0)
+    c.end(get, "open_at_shutdown")
+    c.write(path)
+    with path.open("ab") as f:
+        f.write(b'{"kind":"chunk","se')
+    return path
+
+
+def test_a_torn_capture_is_findings_not_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_torn_capture(tmp_path / "cap.jsonl")
+    assert analyze(str(path), "--format", "json") == 0  # low and info only
+    first = capsys.readouterr().out
+    got = json.loads(first)
+    assert got["inputs"][0]["skipped"] == 1
+    assert [(f["severity"], f["session"]) for f in got["findings"]] == [
+        ("low", None),
+        ("info", "mcp:s1"),
+    ]
+    assert analyze(str(path), "--format", "json") == 0  # now from the Parquet cache
+    assert capsys.readouterr().out == first
+    assert analyze(str(path), "--fail-on", "low") == 1

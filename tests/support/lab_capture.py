@@ -1,0 +1,174 @@
+"""Run a lab scenario through the real proxy and read its capture back, record by record.
+
+The analyzer is not used on purpose: these tests check what the capture files hold (json.loads
+per line), so they stay true whatever the analysis derives from them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.clients.raw import SseEvent, SseLineParser
+from lab.framework import load_lab_record, run_scenario
+from lab.scenarios import by_name
+
+
+def proxy_command_exists() -> bool:
+    """Whether `seamwatch proxy` is there to capture through (it is built in parallel)."""
+    try:
+        from analyzer.cli import build_parser
+    except ImportError:
+        return False
+    parser = build_parser()
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        choices = getattr(action, "choices", None) or {}
+        if "proxy" in choices:
+            return True
+    return False
+
+
+requires_proxy = pytest.mark.skipif(
+    not proxy_command_exists(),
+    reason="analyzer/cli.py has no `proxy` command yet: lab captures need the seamwatch proxy",
+)
+
+
+def _header(headers: list[list[str]], name: str) -> str | None:
+    return next((value for key, value in headers if key.lower() == name.lower()), None)
+
+
+@dataclass
+class Flow:
+    """One HTTP exchange from the capture: its request, response, chunks and stream end."""
+
+    id: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None = None
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+
+    @property
+    def method(self) -> str:
+        return str(self.request["method"])
+
+    def request_header(self, name: str) -> str | None:
+        return _header(self.request["headers"], name)
+
+    def response_header(self, name: str) -> str | None:
+        return None if self.response is None else _header(self.response["headers"], name)
+
+    @property
+    def status(self) -> int | None:
+        return None if self.response is None else int(self.response["status"])
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        """The request's JSON-RPC message."""
+        text = (self.request.get("body") or {}).get("text")
+        return json.loads(text) if text else None
+
+    @property
+    def rpc_method(self) -> str | None:
+        body = self.body
+        return None if body is None else body.get("method")
+
+    @property
+    def tool(self) -> str | None:
+        body = self.body
+        if body is None or body.get("method") != "tools/call":
+            return None
+        return str(body["params"]["name"])
+
+    @property
+    def events(self) -> list[SseEvent]:
+        """The SSE events of a streamed response, id-only priming events included."""
+        parser = SseLineParser()
+        text = "".join(chunk["data"].get("text", "") for chunk in self.chunks)
+        events = []
+        for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+            event = parser.feed(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The JSON-RPC messages the response delivered (SSE data or the JSON body)."""
+        if self.response is not None and not self.response.get("streamed"):
+            text = (self.response.get("body") or {}).get("text")
+            return [json.loads(text)] if text else []
+        return [m for m in (event.message for event in self.events) if m is not None]
+
+    @property
+    def request_ts(self) -> int:
+        return int(self.request["ts_ns"])
+
+
+@dataclass
+class LabRun:
+    """A finished scenario: its directory, notes, expected.json and capture records."""
+
+    directory: Path
+    notes: dict[str, Any]
+    expected: dict[str, Any]
+    files: list[list[dict[str, Any]]]
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [record for records in self.files for record in records]
+
+    @property
+    def flows(self) -> list[Flow]:
+        """Every captured exchange, in the order its request was recorded."""
+        flows: dict[str, Flow] = {}
+        for record in sorted(self.records, key=lambda r: r["seq"]):
+            kind = record["kind"]
+            if kind == "request":
+                flows[record["flow"]] = Flow(record["flow"], record)
+            elif kind in ("response", "chunk", "stream_end") and record["flow"] in flows:
+                flow = flows[record["flow"]]
+                if kind == "response":
+                    flow.response = record
+                elif kind == "chunk":
+                    flow.chunks.append(record)
+                else:
+                    flow.end = record
+        return list(flows.values())
+
+    def calls(self, tool: str) -> list[Flow]:
+        return [flow for flow in self.flows if flow.tool == tool]
+
+
+def run_lab(name: str, out: Path) -> LabRun:
+    """Run scenario `name` into `out` through the proxy and load what it left."""
+    scenario = by_name(name)
+    assert scenario is not None, f"scenario {name} is not registered"
+    directory = run_scenario(scenario, out)
+    files = []
+    for path in sorted((directory / "capture").glob("capture-*.jsonl")):
+        with path.open(encoding="utf-8") as lines:
+            files.append([json.loads(line) for line in lines if line.strip()])
+    lab = load_lab_record(directory)
+    expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    notes = lab["notes"]
+    assert isinstance(notes, dict)
+    return LabRun(directory, notes, expected, files)
+
+
+def assert_well_formed(run: LabRun) -> None:
+    """capture_open first in every file, seq without gaps, capture_close last, no drops."""
+    assert run.files, f"no capture-*.jsonl in {run.directory / 'capture'}"
+    for records in run.files:
+        assert records[0]["kind"] == "capture_open"
+    seqs = sorted(record["seq"] for record in run.records)
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "seq has gaps: records lost"
+    last = run.files[-1][-1]
+    assert last["kind"] == "capture_close", "no capture_close: the proxy did not stop cleanly"
+    assert last.get("dropped", 0) == 0
+    for flow in run.flows:
+        assert flow.response is not None, f"{flow.method} {flow.request['path']} got no response"

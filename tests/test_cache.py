@@ -1,0 +1,96 @@
+"""analyzer.cache: Parquet cache beside the capture, keyed, private, published atomically."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from analyzer import cache
+from analyzer.cache import CACHE_DIR, build_entry, find_entry, input_key
+
+
+def _file(tmp_path: Path, name: str = "c.jsonl", data: bytes = b"x\n") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _key(path: Path, **kw: str | None) -> str:
+    options: dict[str, str | None] = {"replica_header": None, "client_header": None, **kw}
+    return input_key("capture", [path], **options)  # type: ignore[arg-type]
+
+
+def test_key_follows_size_mtime_and_options(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    key = _key(path)
+    assert key == _key(path)
+    assert key != _key(path, replica_header="X-Served-By")
+    assert _key(path, replica_header="X-Served-By") == _key(path, replica_header="x-served-by")
+    os.utime(path, ns=(0, path.stat().st_mtime_ns + 1))
+    assert key != _key(path)
+    path.write_bytes(b"xy\n")
+    assert len({key, _key(path)}) == 2
+
+
+def test_entry_is_private_and_found_after_commit(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    key = _key(path)
+    assert find_entry(path, key) is None
+    builder = build_entry(path, key)
+    (builder.directory / "flows-a.parquet").write_bytes(b"")
+    entry = builder.commit({"report": {"records": 1}})
+    root = tmp_path / CACHE_DIR
+    assert entry.directory.parent == root
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert entry.directory.stat().st_mode & 0o777 == 0o700
+    assert (entry.directory / "manifest.json").stat().st_mode & 0o777 == 0o600
+    found = find_entry(path, key)
+    assert found is not None and found.cached and found.manifest["report"] == {"records": 1}
+    assert not entry.cached
+
+
+def test_new_entry_replaces_the_old_one_of_the_same_input(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    old = build_entry(path, _key(path)).commit({})
+    other = _file(tmp_path, "other.jsonl")
+    kept = build_entry(other, _key(other)).commit({})
+    path.write_bytes(b"changed\n")
+    new = build_entry(path, _key(path)).commit({})
+    assert new.directory.exists() and kept.directory.exists()
+    assert not old.directory.exists()
+
+
+def test_unwritable_folder_falls_back_to_a_private_temporary_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path)
+    blocker = _file(tmp_path, "not-a-dir")
+    monkeypatch.setattr(cache, "_cache_root", lambda _: blocker / CACHE_DIR)
+    builder = build_entry(path, _key(path))
+    entry = builder.commit({})
+    assert not str(entry.directory).startswith(str(tmp_path))
+    assert entry.directory.stat().st_mode & 0o777 == 0o700
+    assert str(entry.directory) in cache._temp_dirs
+
+
+def test_use_cache_false_never_touches_the_capture_folder(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    build_entry(path, _key(path), use_cache=False).commit({})
+    assert not (tmp_path / CACHE_DIR).exists()
+
+
+def test_stale_temporary_folders_are_swept(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    root = tmp_path / CACHE_DIR
+    root.mkdir()
+    stale = root / ".tmp-dead"
+    stale.mkdir()
+    old = time.time() - 7200
+    os.utime(stale, (old, old))
+    fresh = root / ".tmp-alive"
+    fresh.mkdir()
+    build_entry(path, _key(path)).abandon()
+    assert not stale.exists() and fresh.exists()

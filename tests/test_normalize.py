@@ -1,0 +1,236 @@
+"""analyzer.normalize: records → flows, SSE events, messages, tools and payloads."""
+
+# ruff: noqa: E501  (expected rows are tables, one row a line)
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from analyzer import schema as S
+from analyzer.canonical import canonical_hash, canonical_json
+from analyzer.normalize import Normalizer, fast_canonical_hash, normalize_records
+from tests.support.records import Capture, event, ms, req, res, sse
+
+H = {"mcp-session-id": "S1"}
+
+
+def ts(at: float) -> Any:
+    return pl.Series([ms(at)]).cast(S.TS).item()
+
+
+def test_event_takes_ts_and_seq_of_the_chunk_that_completed_it() -> None:
+    c = Capture()
+    f = c.request("GET", headers=H, at=0)
+    c.response(f, sse=True, at=1)
+    c.chunk(f, 'id: 1\ndata: {"jsonrpc":"2.0",', n=0, at=2)  # event incomplete
+    c.chunk(f, '"method":"a"}\n\nid: 2\ndata: x\n\n', n=1, at=3)  # completes both
+    c.chunk(f, ": ping\nid: 3\n\n", n=2, at=4)
+    c.end(f, at=5)
+    events = normalize_records(c.records).events
+    expected = pl.DataFrame(
+        {
+            "flow_id": ["f1"] * 3,
+            "ts": [ts(3), ts(3), ts(4)],
+            "seq": [3, 3, 4],
+            "ordinal": [0, 1, 2],
+            "chunk_n": [1, 1, 2],
+            "event_id": ["1", "2", "3"],
+            "last_event_id": ["1", "2", "3"],
+            "event": ["message"] * 3,
+            "data_bytes": [30, 1, 0],
+            "retry": [None, None, None],
+            "id_only": [False, False, True],
+            "comments": [0, 0, 1],
+            "warnings": [[], [], []],
+            "payload_seen": [1, 2, 2],
+        },
+        schema_overrides={k: v for k, v in S.RAW_EVENTS.items()},
+    )
+    assert_frame_equal(events.select(expected.columns), expected)
+    assert events["data_hash"].null_count() == 1  # the id-only event has no payload
+
+
+def test_flow_row_collects_request_response_and_end() -> None:
+    c = Capture()
+    f = c.request(
+        path="/mcp?x=1",
+        body=req("tools/call", 7, name="t", arguments={}),
+        headers={**H, "MCP-Protocol-Version": "2025-11-25", "Last-Event-ID": "e9"},
+    )
+    c.response(f, sse=True, headers={"Content-Type": "text/event-stream; charset=utf-8"})
+    c.chunk(f, sse(event(id="a", data=""), "retry: 500\n" + event({"x": 1}, id="b")), n=0)
+    c.chunk(f, "data: torn", n=1)
+    c.end(f, "server_closed", error="reset")
+    row = normalize_records(c.records).flows.row(0, named=True)
+    assert (row["path"], row["query"], row["method"]) == ("/mcp", "x=1", "POST")
+    assert (row["last_event_id"], row["mcp_session_id"], row["protocol_version"]) == (
+        "e9",
+        "S1",
+        "2025-11-25",
+    )
+    assert (row["rpc_kind"], row["rpc_id"], row["rpc_method"]) == ("request", "7", "tools/call")
+    assert (row["status"], row["content_type"], row["streamed"]) == (200, "text/event-stream", True)
+    assert (row["events"], row["payload_events"], row["chunks"]) == (2, 1, 2)
+    assert (row["first_cursor"], row["last_cursor"], row["last_retry_ms"]) == ("a", "b", 500)
+    assert (row["end_how"], row["end_error"], row["tail_bytes"]) == ("server_closed", "reset", 10)
+    assert row["client_ip"] == "10.0.0.1"
+
+
+def test_messages_from_bodies_and_events_with_their_extracted_fields() -> None:
+    c = Capture()
+    init = req(
+        "initialize", 1, protocolVersion="2025-06-18", clientInfo={"name": "c", "version": "2"}
+    )
+    f = c.request(body=[init, req("notifications/cancelled", requestId="x")])
+    c.response(f, body=[res(1, protocolVersion="2025-06-18")])
+    g = c.request(
+        body=req("tools/call", 2, name="rm", arguments={"b": 2, "a": 1}, requestState="s")
+    )
+    c.response(g, sse=True)
+    c.chunk(
+        g, sse(event({"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "m"}})), n=0
+    )
+    c.chunk(g, sse(event(res(2, resultType="input_required", inputRequests={"a": {}}))), n=1)
+    c.chunk(g, sse(event("not json", event="endpoint")), n=2)
+    messages = normalize_records(c.records).messages
+    got = messages.select(
+        "flow_id",
+        "source",
+        "member",
+        "direction",
+        "kind",
+        "rpc_id",
+        "method",
+        "tool_name",
+        "mrtr_params",
+        "input_required",
+        "error_code",
+        "protocol_version",
+        "client_info",
+        "cancel_id",
+    ).rows()
+    assert got == [
+        ("f1", "request_body", 0, "c2s", "request", "1", "initialize", None, None, None, None, "2025-06-18", "c/2", None),
+        ("f1", "request_body", 1, "c2s", "notification", None, "notifications/cancelled", None, None, None, None, None, None, '"x"'),
+        ("f1", "response_body", 0, "s2c", "response", "1", None, None, None, False, None, "2025-06-18", None, None),
+        ("f2", "request_body", None, "c2s", "request", "2", "tools/call", "rm", True, None, None, None, None, None),
+        ("f2", "sse", None, "s2c", "error", "2", None, None, None, None, -32000, None, None, None),
+        ("f2", "sse", None, "s2c", "response", "2", None, None, None, True, None, None, None, None),
+    ]  # fmt: skip
+    call = messages.filter(pl.col("method") == "tools/call").row(0, named=True)
+    assert call["arguments_hash"] == canonical_hash({"a": 1, "b": 2})
+    flows = normalize_records(c.records).flows
+    assert flows.filter(pl.col("flow_id") == "f1")["rpc_client_info"].item() == "c/2"
+    assert flows.filter(pl.col("flow_id") == "f1")["initialize"].item() is True
+
+
+def test_payload_hash_is_canonical_and_payload_text_is_stored_once() -> None:
+    c = Capture()
+    f = c.request("GET", headers=H)
+    c.response(f, sse=True)
+    c.chunk(f, 'id: 1\ndata: {"b":1,"a":2}\n\n', n=0)
+    c.chunk(f, 'id: 2\ndata: {"a":2, "b":1}\n\n', n=1)  # same value, other bytes
+    c.chunk(f, 'id: 3\ndata: {"b":1,"a":2}\n\n', n=2)  # same bytes as 1
+    frames = normalize_records(c.records)
+    events = frames.events
+    assert events["payload_hash"].n_unique() == 1
+    assert events["payload_hash"][0] == canonical_hash({"a": 2, "b": 1})
+    assert events["data_hash"].n_unique() == 2
+    assert frames.payloads.height == 2
+    assert set(frames.payloads["text"]) == {'{"b":1,"a":2}', '{"a":2, "b":1}'}
+
+
+def test_tools_list_result_gives_one_row_per_tool() -> None:
+    c = Capture()
+    f = c.request(body=req("tools/list", 3))
+    tools = [
+        {"name": "a", "annotations": {"readOnlyHint": True, "destructiveHint": False}},
+        {"name": "b"},
+        {"nope": 1},
+    ]
+    c.response(f, body=res(3, tools=tools))
+    got = normalize_records(c.records).tools
+    assert got.select("rpc_id", "tool_name", "annotated", "read_only_hint", "destructive_hint").rows() == [
+        ("3", "a", True, True, False),
+        ("3", "b", False, None, None),
+    ]  # fmt: skip
+
+
+def test_damage_is_counted_and_skipped() -> None:
+    c = Capture()
+    f = c.request("GET")
+    c.response(f, sse=True)
+    c.chunk(f, "id: 1\ndata: a\n\n", n=0)
+    c.chunk(f, "id: 1\ndata: a\n\n", n=0)  # duplicate
+    c.chunk(f, "id: 3\ndata: c\n\n", n=2)  # chunk 1 lost
+    c.end(f)
+    c.end(f)  # duplicate
+    c.chunk(f, "id: 4\ndata: d\n\n", n=3)  # after the end
+    normalizer = Normalizer()
+    normalizer.add_all(c.records)
+    frames = normalizer.finish()
+    assert dict(normalizer.counts) == {"duplicate_record": 2, "chunk_gap": 1, "late_record": 1}
+    assert frames.events["event_id"].to_list() == ["1", "3"]
+
+
+def test_replica_header_overrides_the_recorded_replica() -> None:
+    c = Capture()
+    f = c.request("GET")
+    c.response(f, sse=True, headers={"X-Served-By": "r2"}, replica="10.9.9.9:1")
+    g = c.request("GET")
+    c.response(g, sse=True, replica="10.9.9.9:1")
+    flows = normalize_records(c.records, replica_header="x-served-by").flows
+    assert flows.select("replica", "replica_source").rows() == [
+        ("r2", "header"),
+        ("10.9.9.9:1", "upstream"),
+    ]
+
+
+def test_batches_drain_without_losing_rows() -> None:
+    c = Capture()
+    f = c.request("GET")
+    c.response(f, sse=True)
+    for n in range(25):
+        c.chunk(f, f'id: {n}\ndata: {{"n": {n}}}\n\n', n=n)
+    normalizer = Normalizer(batch_events=10)
+    parts = []
+    for record in c.records:
+        normalizer.add(record)
+        if normalizer.pending_events() >= 10:
+            parts.append(normalizer.drain())
+    parts.append(normalizer.finish())
+    assert [p.events.height for p in parts] == [10, 10, 5]
+    assert pl.concat([p.events for p in parts])["ordinal"].to_list() == list(range(25))
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json)
+def test_fast_canonical_hash_equals_canonical_hash(value: object) -> None:
+    assert fast_canonical_hash(value) == canonical_hash(value)
+
+
+@pytest.mark.parametrize(
+    "value", [1.0, 1e21, 1e-7, {"é": 1, "z": 2}, {"\U0001f600": 1, "\ufb01": 2}]
+)
+def test_fast_canonical_hash_edge_cases(value: object) -> None:
+    assert fast_canonical_hash(value) == canonical_hash(value)
+    assert canonical_json(value)  # sanity: the reference accepts it
