@@ -88,6 +88,17 @@ _NUMBER_START = frozenset("-0123456789")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
+def _may_hold_float(text: str) -> bool:
+    """False only when the compact JSON text surely holds no float (else maybe)."""
+    # A float's repr holds '.' or an exponent with its sign ("1e+16", "5e-324"). The cheap
+    # test: no '.' besides the one of the JSON-RPC version string (a quoted "2.0" sits in a
+    # string whatever quotes it), and no "e+" / "e-" at all; else ask the regex.
+    dots = text.count(".")
+    if (dots == 0 or (dots == 1 and '"2.0"' in text)) and "e+" not in text and "e-" not in text:
+        return text[:1] in _NUMBER_START and dots == 0 and False
+    return text[:1] in _NUMBER_START or _FLOAT_TOKEN.search(text) is not None
+
+
 def fast_canonical_hash(value: object) -> str:
     """`canonical_hash(value)`, via the C JSON encoder when that gives the same text.
 
@@ -100,11 +111,7 @@ def fast_canonical_hash(value: object) -> str:
         text = _sorted_compact(value)
     except (TypeError, ValueError, RecursionError):
         return canonical_hash(value)
-    if (
-        (text.isascii() or _ASTRAL.search(text) is None)
-        and text[:1] not in _NUMBER_START
-        and _FLOAT_TOKEN.search(text) is None
-    ):
+    if (text.isascii() or _ASTRAL.search(text) is None) and not _may_hold_float(text):
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return canonical_hash(value)
 
@@ -256,6 +263,7 @@ class _Described:
     """A classified payload: its top-level kind and its rows (memoized by data text)."""
 
     top_kind: str
+    result_version: str | None  # protocolVersion of a response among the rows (initialize)
     data_hash: str
     data_bytes: int
     payload_hash: str
@@ -280,7 +288,10 @@ def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
         rows.append(row)
         tools.extend(listed)
         payload_hash = row[5]
-    return _Described(top.kind.value, raw_hash, len(raw), payload_hash, tuple(rows), tuple(tools))
+    version = next((r[12] for r in rows if r[1] == "response" and r[12] is not None), None)
+    return _Described(
+        top.kind.value, version, raw_hash, len(raw), payload_hash, tuple(rows), tuple(tools)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,6 +430,7 @@ class _Flow:
         "response_body_hash",
         "response_session_id",
         "response_truncated",
+        "result_version",
         "rpc",
         "run_id",
         "status",
@@ -447,6 +459,7 @@ class _Flow:
         self.initialize: bool | None = None
         self.resp_ts: int | None = None
         self.resp_seq: int | None = None
+        self.result_version: str | None = None
         self.status: int | None = None
         self.content_type: str | None = None
         self.response_session_id: str | None = None
@@ -750,6 +763,8 @@ class Normalizer:
     ) -> None:
         described = _describe_payload(raw)
         data_hash = described.data_hash
+        if described.result_version is not None and flow.result_version is None:
+            flow.result_version = described.result_version
         ts, seq = record["ts_ns"], record["seq"]
         for row in described.rows:
             self._message(flow.flow_id, ts, seq, source, None, None, direction, data_hash, row)
@@ -817,6 +832,8 @@ class Normalizer:
                 payload_hash = described.payload_hash
                 msg = self._msg
                 event_id = event.id
+                if described.result_version is not None and flow.result_version is None:
+                    flow.result_version = described.result_version
                 for row in described.rows:
                     msg[0](flow_id)
                     msg[1](ts)
@@ -937,6 +954,7 @@ class Normalizer:
             flow.initialize,
             flow.rpc[3],
             flow.rpc[4],
+            flow.result_version,
             flow.resp_ts,
             flow.resp_seq,
             flow.status,

@@ -52,7 +52,7 @@ __all__ = [
 
 # Bumped whenever a normalized table changes shape or meaning: it is part of the cache key, so a
 # new analyzer never reads an old cache it would misunderstand.
-NORMALIZED_VERSION = 2
+NORMALIZED_VERSION = 3
 
 TS: pl.DataType = pl.Datetime("ns", "UTC")
 """Every timestamp: wall clock of the capturing proxy, ns since the epoch, UTC."""
@@ -122,6 +122,7 @@ RAW_FLOWS = pl.Schema(
         "initialize": _BOOL,  # the body holds an `initialize` request
         "rpc_client_info": _STR,  # "name/version" from initialize params or 2026 _meta
         "rpc_protocol_version": _STR,  # from initialize params or 2026 _meta
+        "result_protocol_version": _STR,  # of the first initialize result the flow carried
         "resp_ts": TS,
         "resp_seq": _I64,
         "status": _I32,

@@ -101,7 +101,7 @@ def build_timeline(
     With `materialize` (the default) the flow-level spine is collected here once; without,
     every frame is a pure lazy plan (each collect recomputes the spine: fine for tests).
     """
-    keyed = raw.flows.pipe(key_flows, messages=raw.messages)
+    keyed = raw.flows.pipe(key_flows)
     if materialize:
         keyed = keyed.collect().lazy()
     resolved = resolve_cursors(keyed, issued_cursors(raw.events, keyed))
@@ -132,7 +132,7 @@ def build_timeline(
     )
     if materialize:
         # The flow-level frames are small: collect them together (shared subplans once).
-        small = ("exchanges", "streams", "incarnations", "resumptions", "sessions")
+        small = ("exchanges", "streams", "incarnations", "resumptions", "tool_calls", "sessions")
         collected = pl.collect_all([getattr(timeline, name) for name in small])
         timeline = Timeline(
             **{

@@ -33,25 +33,10 @@ FLOW_TS = pl.coalesce("req_ts", "resp_ts", "end_ts")
 _SESSION_PARAM = r"(?:^|[?&])(?:session_id|sessionId)=([^&#\s]+)"
 
 
-def _initialize_results(messages: pl.LazyFrame) -> pl.LazyFrame:
-    """flow_id -> protocolVersion of the (first) initialize result the flow carried."""
-    return (
-        messages.filter(
-            (pl.col("direction") == "s2c")
-            & (pl.col("kind") == "response")
-            & pl.col("protocol_version").is_not_null()
-        )
-        .sort("ts", "seq")
-        .group_by("flow_id")
-        .agg(pl.col("protocol_version").first().alias("init_version"))
-    )
-
-
-def key_flows(flows: pl.LazyFrame, *, messages: pl.LazyFrame) -> pl.LazyFrame:
+def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
     """RAW_FLOWS (+ input) → the same with `ts, session_kind, session_id, era, sse` added."""
     base = (
-        flows.with_columns(FLOW_TS.alias("ts"))
-        .join(_initialize_results(messages), on="flow_id", how="left")
+        flows.with_columns(FLOW_TS.alias("ts"), pl.col("result_protocol_version").alias("_init"))
         .with_columns(
             pl.coalesce("mcp_session_id", "response_session_id").alias("_mcp"),
             pl.coalesce(
@@ -157,7 +142,7 @@ def key_flows(flows: pl.LazyFrame, *, messages: pl.LazyFrame) -> pl.LazyFrame:
     )
 
     session_era = keyed.group_by("session_id").agg(
-        pl.col("init_version").sort_by("ts").drop_nulls().first().alias("_init_era"),
+        pl.col("_init").sort_by("ts").drop_nulls().first().alias("_init_era"),
         pl.col("_declared").drop_nulls().mode().sort().first().alias("_common_era"),
     )
     return (
@@ -166,7 +151,7 @@ def key_flows(flows: pl.LazyFrame, *, messages: pl.LazyFrame) -> pl.LazyFrame:
             pl.coalesce(
                 "_declared",
                 pl.when(pl.col("session_kind") == "legacy").then(pl.lit(LEGACY_ERA)),
-                "init_version",
+                "_init",
                 "_init_era",
                 "_common_era",
                 pl.lit("unknown"),
@@ -181,6 +166,6 @@ def key_flows(flows: pl.LazyFrame, *, messages: pl.LazyFrame) -> pl.LazyFrame:
             "_init_flow",
             "_init_era",
             "_common_era",
-            "init_version",
+            "_init",
         )
     )

@@ -259,7 +259,7 @@ def test_unreadable_input_from_the_reader_exits_2(
 
 def write_torn_capture(path: Path) -> Path:
     """A capture whose GET stream is open at shutdown and whose last line is torn."""
-    from tests.recordkit import Capture, event, req, res, sse
+    from tests.support.records import Capture, event, req, res, sse
 
     c = Capture().open()
     init = c.request(body=req("initialize", 1, protocolVersion="2025-06-18", capabilities={}))
