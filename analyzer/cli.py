@@ -55,7 +55,7 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    return proxy.run(argv)
+    return int(proxy.run(argv))
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
@@ -67,19 +67,19 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 def _cmd_lab(args: argparse.Namespace) -> int:
     from lab.cli import main as lab_main
 
-    return lab_main(args.lab_args)
+    return int(lab_main(args.lab_args))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from lab.demo import main as demo_main
 
-    return demo_main(Path(args.out) if args.out else None)
+    return int(demo_main(Path(args.out) if args.out else None))
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from dashboards.launch import launch
 
-    return launch(args.path, port=args.port, address=args.address)
+    return int(launch(args.path, port=args.port, address=args.address))
 
 
 def build_parser() -> argparse.ArgumentParser:

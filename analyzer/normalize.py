@@ -95,7 +95,8 @@ def _may_hold_float(text: str) -> bool:
     # string whatever quotes it), and no "e+" / "e-" at all; else ask the regex.
     dots = text.count(".")
     if (dots == 0 or (dots == 1 and '"2.0"' in text)) and "e+" not in text and "e-" not in text:
-        return text[:1] in _NUMBER_START and dots == 0 and False
+        return False
+    # The regex sees numbers after ':', ',' or '['; a text that is a number is taken as maybe.
     return text[:1] in _NUMBER_START or _FLOAT_TOKEN.search(text) is not None
 
 

@@ -34,7 +34,10 @@ def responseheaders(flow):
         flow.response.stream = True
 """
 
-PAYLOAD = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":%d,"total":100000,"message":"working on step %d"},"t":%d}'
+PAYLOAD = (
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,'
+    b'"progress":%d,"total":100000,"message":"working on step %d"},"t":%d}'
+)
 
 
 async def origin(port: int) -> None:

@@ -100,18 +100,20 @@ def test_events_reach_the_client_one_by_one_and_byte_identical(tmp_path: Path, s
         writes = parts
     with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
         origin.scripts["/mcp"] = Script(headers=headers, writes=writes, paced=True)
-        with httpx.Client(timeout=10) as client:
-            with client.stream(
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream(
                 "GET", proxy.url + "/mcp", headers={"Accept-Encoding": "gzip"}
-            ) as response:
-                assert response.status_code == 200
-                reader = Reader(response)
-                for k in range(len(writes)):
-                    # Write k must arrive before write k+1 is even made: no buffering.
-                    reader.until(b"".join(writes[: k + 1]))
-                    origin.step()
-                reader.until(b"".join(writes))
-                assert b"".join(reader.it) == b""
+            ) as response,
+        ):
+            assert response.status_code == 200
+            reader = Reader(response)
+            for k in range(len(writes)):
+                # Write k must arrive before write k+1 is even made: no buffering.
+                reader.until(b"".join(writes[: k + 1]))
+                origin.step()
+            reader.until(b"".join(writes))
+            assert b"".join(reader.it) == b""
     records = read_records(tmp_path / "cap")
     for r in records:
         RECORD_ADAPTER.validate_python(r)
@@ -159,10 +161,13 @@ def test_upstream_death_mid_chunked_stream(tmp_path: Path) -> None:
     with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
         origin.scripts["/mcp"] = Script(headers=SSE, writes=parts, die_after=4)
         got = b""
-        with httpx.Client(timeout=10) as client, client.stream("GET", proxy.url + "/mcp") as r:
-            with pytest.raises(httpx.RemoteProtocolError):
-                for piece in r.iter_raw():
-                    got += piece
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream("GET", proxy.url + "/mcp") as r,
+            pytest.raises(httpx.RemoteProtocolError),
+        ):
+            for piece in r.iter_raw():
+                got += piece
         assert got == b"".join(parts[:4])
     records = read_records(tmp_path / "cap")
     (end,) = of_kind(records, "stream_end")
@@ -212,7 +217,10 @@ def test_a_failing_capture_path_never_touches_the_traffic(tmp_path: Path) -> Non
 
 
 def test_canary_secrets_never_reach_the_capture(tmp_path: Path) -> None:
-    secret_event = b'id: 9\ndata: {"result":{"access_token":"CANARY-ACCESS-7f3a","progressToken":"keep-me"}}\n\n'
+    secret_event = (
+        b'id: 9\ndata: {"result":{"access_token":"CANARY-ACCESS-7f3a","progressToken":"keep-me"}}'
+        b"\n\n"
+    )
     split = secret_event.index(b"CANARY") + 4
     gz = zlib.compressobj(wbits=31)
     gz_part = b'id: 10\ndata: {"refresh_token":"CANARY-REFRESH-91c2"}\n\n'

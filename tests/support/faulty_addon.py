@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from analyzer.capture.recorder import StreamTap  # noqa: E402
+from analyzer.capture.recorder import StreamTap
 
 FAULTS = {int(n) for n in os.environ.get("SEAMWATCH_TEST_FAULTS", "").split(",") if n}
 _feed = StreamTap.feed
