@@ -25,9 +25,9 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from analyzer import __version__  # noqa: E402
-from analyzer.capture.recorder import Recorder, StreamTap, is_event_stream  # noqa: E402
-from analyzer.capture.redaction import Redactor  # noqa: E402
-from analyzer.capture.writer import CaptureWriter  # noqa: E402
+from analyzer.capture.pipeline import CaptureClient  # noqa: E402
+from analyzer.capture.recorder import is_event_stream  # noqa: E402
+from analyzer.capture.writer import CaptureError  # noqa: E402
 from analyzer.records import SCHEMA, StreamEndHow  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,8 @@ class SeamwatchCapture:
     """Records HTTP exchanges and SSE chunks into schema-1 capture files."""
 
     def __init__(self) -> None:
-        self.writer: CaptureWriter | None = None
-        self.recorder: Recorder | None = None
-        self.taps: dict[str, StreamTap] = {}
+        self.client: CaptureClient | None = None
+        self.streaming: set[str] = set()
 
     def load(self, loader: object) -> None:
         add = loader.add_option  # type: ignore[attr-defined]
@@ -97,50 +96,61 @@ class SeamwatchCapture:
             out = Path(ctx.options.seamwatch_dir).expanduser()
             if out.exists() and not out.is_dir():
                 raise exceptions.OptionsError(f"seamwatch_dir is not a directory: {out}")
-            if self.writer is None:
+            if self.client is None:
                 self._open(out)
 
     def _open(self, out: Path) -> None:
         opts = ctx.options
-        redactor = Redactor(enabled=opts.seamwatch_redact, key=secrets.token_bytes(32))
         listen = f"{opts.listen_host or '0.0.0.0'}:{opts.listen_port or 8080}"
-        self.writer = CaptureWriter(
-            out,
-            open_fields={
-                "schema": SCHEMA,
-                "run_id": secrets.token_hex(8),
-                "tool_version": __version__,
-                "mitmproxy_version": MITMPROXY_VERSION,
-                "redaction": redactor.policy(),
-                "listen": listen,
-                "upstream": opts.seamwatch_upstream or None,
-                "replica_header": opts.seamwatch_replica_header or None,
-                "client_header": opts.seamwatch_client_header or None,
-            },
-            rotate_bytes=opts.seamwatch_rotate_mb << 20,
-            flush_interval_s=opts.seamwatch_flush_ms / 1000,
-        )
-        self.writer.start()
-        self.recorder = Recorder(
-            self.writer, redactor, replica_header=opts.seamwatch_replica_header or None
-        )
+        try:
+            self.client = CaptureClient(
+                out,
+                open_fields={
+                    "schema": SCHEMA,
+                    "run_id": secrets.token_hex(8),
+                    "tool_version": __version__,
+                    "mitmproxy_version": MITMPROXY_VERSION,
+                    "listen": listen,
+                    "upstream": opts.seamwatch_upstream or None,
+                    "replica_header": opts.seamwatch_replica_header or None,
+                    "client_header": opts.seamwatch_client_header or None,
+                },
+                redact=opts.seamwatch_redact,
+                replica_header=opts.seamwatch_replica_header or None,
+                rotate_bytes=opts.seamwatch_rotate_mb << 20,
+                flush_interval_s=opts.seamwatch_flush_ms / 1000,
+            )
+        except CaptureError as e:
+            raise exceptions.OptionsError(str(e)) from e
         log.info("seamwatch: capturing to %s (pid %d)", out, os.getpid())
 
     def _failed(self, where: str) -> None:
-        if self.writer is not None:
-            self.writer.count_error()
+        if self.client is not None:
+            self.client.count_error()
         log.debug("seamwatch capture error in %s", where, exc_info=True)
 
+    def _response(self, flow: http.HTTPFlow, *, streamed: bool, body: bytes | None) -> None:
+        assert self.client is not None and flow.response is not None
+        self.client.response(
+            flow.id,
+            status=flow.response.status_code,
+            http_version=flow.response.http_version,
+            headers=list(flow.response.headers.items(multi=True)),
+            upstream=_addr(flow.server_conn.peername),
+            body=body,
+            streamed=streamed,
+        )
+
     def request(self, flow: http.HTTPFlow) -> None:
-        if self.recorder is None:
+        if self.client is None:
             return
         try:
             req = flow.request
-            self.recorder.request(
+            self.client.request(
                 flow.id,
                 method=req.method,
                 scheme=req.scheme,
-                authority=req.pretty_host if not req.authority else req.authority,
+                authority=req.authority or req.pretty_host,
                 path=req.path,
                 http_version=req.http_version,
                 headers=list(req.headers.items(multi=True)),
@@ -152,34 +162,24 @@ class SeamwatchCapture:
             self._failed("request")
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        if self.recorder is None or flow.response is None:
+        if self.client is None or flow.response is None:
             return
         try:
-            headers = list(flow.response.headers.items(multi=True))
-            if not is_event_stream(headers):
+            if not is_event_stream(list(flow.response.headers.items(multi=True))):
                 return
-            tap = self.recorder.response(
-                flow.id,
-                status=flow.response.status_code,
-                http_version=flow.response.http_version,
-                headers=headers,
-                upstream=_addr(flow.server_conn.peername),
-                body=None,
-                streamed=True,
-            )
+            self._response(flow, streamed=True, body=None)
         except Exception:
             self._failed("responseheaders")
             return
-        if tap is not None:
-            self.taps[flow.id] = tap
-            flow.response.stream = self._stream(tap)
+        self.streaming.add(flow.id)
+        flow.response.stream = self._stream(self.client, flow.id)
 
-    def _stream(self, tap: StreamTap) -> Callable[[bytes], bytes]:
+    def _stream(self, client: CaptureClient, flow_id: str) -> Callable[[bytes], bytes]:
         def passthrough(chunk: bytes) -> bytes:
             # The chunk goes back unchanged whatever happens: recording is a side effect.
             try:
                 if chunk:
-                    tap.feed(chunk)
+                    client.chunk(flow_id, chunk)
             except Exception:
                 self._failed("stream")
             return chunk
@@ -187,72 +187,47 @@ class SeamwatchCapture:
         return passthrough
 
     def response(self, flow: http.HTTPFlow) -> None:
-        if self.recorder is None or flow.response is None:
+        if self.client is None or flow.response is None:
             return
         try:
-            tap = self.taps.pop(flow.id, None)
-            if tap is not None:
-                tap.end("complete")
-                return
-            self.recorder.response(
-                flow.id,
-                status=flow.response.status_code,
-                http_version=flow.response.http_version,
-                headers=list(flow.response.headers.items(multi=True)),
-                upstream=_addr(flow.server_conn.peername),
-                body=flow.response.get_content(strict=False),
-                streamed=False,
-            )
-            self.recorder.stream_end(flow.id, "complete")
+            if flow.id in self.streaming:
+                self.streaming.discard(flow.id)
+            else:
+                self._response(flow, streamed=False, body=flow.response.get_content(strict=False))
+            self.client.stream_end(flow.id, "complete")
         except Exception:
             self._failed("response")
 
     def error(self, flow: http.HTTPFlow) -> None:
-        if self.recorder is None:
+        if self.client is None:
             return
         try:
-            how = _end_how(flow)
-            text = flow.error.msg if flow.error else None
-            tap = self.taps.pop(flow.id, None)
-            if tap is not None:
-                tap.end(how, text)
-                return
-            if flow.response is not None:
+            if flow.id in self.streaming:
+                self.streaming.discard(flow.id)
+            elif flow.response is not None:
                 # A non-streamed response that broke mid-body: keep what arrived.
-                self.recorder.response(
-                    flow.id,
-                    status=flow.response.status_code,
-                    http_version=flow.response.http_version,
-                    headers=list(flow.response.headers.items(multi=True)),
-                    upstream=_addr(flow.server_conn.peername),
-                    body=flow.response.raw_content,
-                    streamed=False,
-                )
-            self.recorder.stream_end(flow.id, how, text)
+                self._response(flow, streamed=False, body=flow.response.raw_content)
+            self.client.stream_end(flow.id, _end_how(flow), flow.error.msg if flow.error else None)
         except Exception:
             self._failed("error")
 
     def server_connect_error(self, data: server_hooks.ServerConnectionHookData) -> None:
-        if self.recorder is None:
+        if self.client is None:
             return
         try:
             upstream = _addr(data.server.address) or str(data.server.address)
-            self.recorder.server_unreachable(upstream, data.server.error or "connect failed")
+            self.client.server_unreachable(upstream, data.server.error or "connect failed")
         except Exception:
             self._failed("server_connect_error")
 
     def done(self) -> None:
-        if self.recorder is not None:
-            for tap in list(self.taps.values()):
-                try:
-                    tap.end("open_at_shutdown")
-                except Exception:
-                    self._failed("done")
-            self.taps.clear()
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-            self.recorder = None
+        if self.client is None:
+            return
+        for flow_id in self.streaming:
+            self.client.stream_end(flow_id, "open_at_shutdown")
+        self.streaming.clear()
+        self.client.close()
+        self.client = None
 
 
 addons = [SeamwatchCapture()]

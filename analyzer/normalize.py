@@ -276,19 +276,19 @@ def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
     """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
     raw_hash = _raw_hash(raw)
     top = classify(raw if text is None else text)
+    if top.kind is not Kind.BATCH:
+        row, listed = _describe(top, None, raw_hash)
+        version = row[12] if row[1] == "response" else None
+        return _Described(
+            top.kind.value, version, raw_hash, len(raw), row[5], (row,), tuple(listed)
+        )
+    payload_hash = raw_hash if top.reason in _UNPARSED else fast_canonical_hash(top.value)
     rows: list[_MsgRow] = []
     tools: list[_ToolRow] = []
-    if top.kind is Kind.BATCH:
-        payload_hash = raw_hash if top.reason in _UNPARSED else fast_canonical_hash(top.value)
-        for index, member in enumerate(iter_messages(top)):
-            row, listed = _describe(member, index, raw_hash)
-            rows.append(row)
-            tools.extend(listed)
-    else:
-        row, listed = _describe(top, None, raw_hash)
+    for index, member in enumerate(iter_messages(top)):
+        row, listed = _describe(member, index, raw_hash)
         rows.append(row)
         tools.extend(listed)
-        payload_hash = row[5]
     version = next((r[12] for r in rows if r[1] == "response" and r[12] is not None), None)
     return _Described(
         top.kind.value, version, raw_hash, len(raw), payload_hash, tuple(rows), tuple(tools)
@@ -498,7 +498,9 @@ class Normalizer:
 
     Records must come in capture order per flow (request, response, chunks by `n`, stream_end);
     flows may interleave. Damage it meets is counted in `counts` (duplicate_record, chunk_gap,
-    late_record) and the record skipped. Flow rows are only complete at `finish()`.
+    late_record) and the record skipped. A flow's row is written at its stream_end, or by
+    `finish()` for flows the input left open. Records that are not capture schema 1 but that
+    dump and HAR readers synthesize: `response.body_missing` (a body the dump did not keep).
     """
 
     def __init__(
@@ -516,6 +518,7 @@ class Normalizer:
         self.counts: Counter[str] = Counter()
         self.records = 0
         self._flows: dict[str, _Flow] = {}
+        self._ended: dict[str, int] = {}  # flow id -> chunks taken, for flows already written
         self._flow_cols = _Columns(S.RAW_FLOWS)
         self._event_cols = _Columns(S.RAW_EVENTS)
         self._message_cols = _Columns(S.RAW_MESSAGES)
@@ -553,11 +556,11 @@ class Normalizer:
         return len(self._event_cols)
 
     def drain(self) -> NormalizedFrames:
-        """The events, messages, tools and payloads so far (flows come with `finish`)."""
+        """The rows so far: ended flows, events, messages, tools and payloads."""
         if len(self._seen_payloads) > _SEEN_PAYLOADS_MAX:
             self._seen_payloads.clear()
         return NormalizedFrames(
-            flows=S.empty(S.RAW_FLOWS),
+            flows=self._flow_cols.take(),
             events=self._event_cols.take(),
             messages=self._message_cols.take(),
             tools=self._tool_cols.take(),
@@ -571,14 +574,7 @@ class Normalizer:
                 self._close_decoder(flow)
             self._flow_row(flow)
         self._flows.clear()
-        rest = self.drain()
-        return NormalizedFrames(
-            flows=self._flow_cols.take(),
-            events=rest.events,
-            messages=rest.messages,
-            tools=rest.tools,
-            payloads=rest.payloads,
-        )
+        return self.drain()
 
     # -- records ----------------------------------------------------------------------------
 
@@ -593,15 +589,18 @@ class Normalizer:
         header = record.get("client_header")
         self.set_run(record.get("run_id"), header if isinstance(header, str) else None)
 
-    def _flow(self, flow_id: str) -> _Flow:
+    def _flow(self, flow_id: str) -> _Flow | None:
+        """The flow's state; None once its stream_end was taken (its row is out)."""
         flow = self._flows.get(flow_id)
         if flow is None:
+            if flow_id in self._ended:
+                return None
             flow = self._flows[flow_id] = _Flow(flow_id, self.run_id)
         return flow
 
     def _request(self, record: dict[str, Any]) -> None:
         flow = self._flow(record["flow"])
-        if flow.has_request:
+        if flow is None or flow.has_request:
             self.counts["duplicate_record"] += 1
             return
         flow.has_request = True
@@ -650,7 +649,7 @@ class Normalizer:
 
     def _response(self, record: dict[str, Any]) -> None:
         flow = self._flow(record["flow"])
-        if flow.has_response:
+        if flow is None or flow.has_response:
             self.counts["duplicate_record"] += 1
             return
         flow.has_response = True
@@ -690,11 +689,12 @@ class Normalizer:
     def _chunk(self, record: dict[str, Any]) -> None:
         flow = self._flow(record["flow"])
         n = record["n"]
+        if flow is None:
+            ended_at = self._ended[record["flow"]]
+            self.counts["duplicate_record" if n < ended_at else "late_record"] += 1
+            return
         if n < flow.next_n:
             self.counts["duplicate_record"] += 1
-            return
-        if flow.end_how is not None and flow.decoder is None:
-            self.counts["late_record"] += 1
             return
         if n > flow.next_n:
             self.counts["chunk_gap"] += n - flow.next_n
@@ -712,7 +712,7 @@ class Normalizer:
 
     def _stream_end(self, record: dict[str, Any]) -> None:
         flow = self._flow(record["flow"])
-        if flow.end_how is not None:
+        if flow is None:
             self.counts["duplicate_record"] += 1
             return
         flow.end_ts = record["ts_ns"]
@@ -721,11 +721,20 @@ class Normalizer:
         flow.end_error = record.get("error")
         if flow.decoder is not None:
             self._close_decoder(flow)
+        # Every flow of a capture ends with its stream_end: write its row now, so that memory
+        # holds open flows only; keep what tells later records apart (duplicate or late).
+        self._flow_row(flow)
+        del self._flows[flow.flow_id]
+        self._ended[flow.flow_id] = flow.next_n
 
     def _server_unreachable(self, record: dict[str, Any]) -> None:
         flow_id = record.get("flow")
         if isinstance(flow_id, str):
-            self._flow(flow_id).unreachable = record.get("error") or "unreachable"
+            flow = self._flow(flow_id)
+            if flow is None:
+                self.counts["late_record"] += 1
+            else:
+                flow.unreachable = record.get("error") or "unreachable"
         else:
             self.counts["server_unreachable"] += 1
 

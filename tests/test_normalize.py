@@ -229,8 +229,32 @@ def test_fast_canonical_hash_equals_canonical_hash(value: object) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [1.0, 1e21, 1e-7, {"é": 1, "z": 2}, {"\U0001f600": 1, "\ufb01": 2}]
+    "value",
+    [
+        1.0,
+        1e21,
+        1e-7,
+        {"é": 1, "z": 2},
+        {"\U0001f600": 1, "\ufb01": 2},
+        {"jsonrpc": "2.0", "x": 1e16},
+        {"jsonrpc": "2.0", "x": 1.0},
+        {"a": "2.0", "b": 5e-7},
+        [1e16],
+    ],
 )
 def test_fast_canonical_hash_edge_cases(value: object) -> None:
     assert fast_canonical_hash(value) == canonical_hash(value)
     assert canonical_json(value)  # sanity: the reference accepts it
+
+
+def test_a_flow_row_is_written_at_its_stream_end() -> None:
+    c = Capture()
+    done = c.request("GET")
+    c.response(done, 405)
+    c.end(done)
+    still_open = c.request("GET")
+    c.response(still_open, sse=True)
+    normalizer = Normalizer()
+    normalizer.add_all(c.records)
+    assert normalizer.drain().flows["flow_id"].to_list() == ["f1"]
+    assert normalizer.finish().flows.select("flow_id", "end_how").rows() == [("f2", None)]

@@ -32,8 +32,13 @@ class Sink(Protocol):
     def count_redacted(self, n: int) -> None: ...
 
 
-def _stamp(kind: str) -> dict[str, object]:
-    return {"kind": kind, "ts_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}
+def _stamp(kind: str, at: tuple[int, int] | None = None) -> dict[str, object]:
+    ts_ns, mono_ns = at if at is not None else (time.time_ns(), time.monotonic_ns())
+    return {"kind": kind, "ts_ns": ts_ns, "mono_ns": mono_ns}
+
+
+Stamp = tuple[int, int]
+"""(wall clock ns, monotonic ns) of when the proxy saw something; now when omitted."""
 
 
 def header_value(headers: Headers, name: str) -> str | None:
@@ -63,34 +68,34 @@ class StreamTap:
         self.n = 0
         self.ended = False
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: bytes, at: Stamp | None = None) -> None:
         """Record the events that this raw (still encoded) chunk completes."""
         was_capped = self.decoder.capped
         decoded = self.decoder.decode(raw)
         complete = self.framer.feed(decoded)
         if complete or (self.decoder.capped and not was_capped):
-            self._chunk(complete, unterminated=False)
+            self._chunk(complete, unterminated=False, at=at)
 
-    def end(self, how: StreamEndHow, error: str | None = None) -> None:
+    def end(self, how: StreamEndHow, error: str | None = None, at: Stamp | None = None) -> None:
         """Record the unterminated tail, if any, and how the HTTP response ended."""
         if self.ended:
             return
         self.ended = True
         tail = self.framer.flush()
         if tail:
-            self._chunk(tail, unterminated=True)
+            self._chunk(tail, unterminated=True, at=at)
         if self.decoder.failed and not error:
             error = self.decoder.failed
-        self.recorder.stream_end(self.flow, how, error)
+        self.recorder.stream_end(self.flow, how, error, at=at)
 
-    def _chunk(self, data: bytes, *, unterminated: bool) -> None:
+    def _chunk(self, data: bytes, *, unterminated: bool, at: Stamp | None) -> None:
         rec = self.recorder
         if rec.redactor.enabled and data:
             text, count = rec.redactor.text(data.decode("utf-8", "surrogateescape"))
             if count:
                 data = text.encode("utf-8", "surrogateescape")
                 rec.sink.count_redacted(count)
-        record = _stamp("chunk")
+        record = _stamp("chunk", at)
         record["flow"] = self.flow
         record["n"] = self.n
         record["content_encoding"] = self.content_encoding
@@ -152,12 +157,13 @@ class Recorder:
         client: str,
         upstream: str | None,
         body: bytes | None,
+        at: Stamp | None = None,
     ) -> None:
         """Record a request with its (decoded) body."""
         path, count = self.redactor.path(path)
         if count:
             self.sink.count_redacted(count)
-        record = _stamp("request")
+        record = _stamp("request", at)
         record.update(
             flow=flow,
             method=method,
@@ -182,6 +188,7 @@ class Recorder:
         upstream: str | None,
         body: bytes | None,
         streamed: bool,
+        at: Stamp | None = None,
     ) -> StreamTap | None:
         """Record a response; a streamed one returns the tap that records its chunks."""
         replica: str | None = None
@@ -191,7 +198,7 @@ class Recorder:
             source = "header" if replica is not None else None
         if replica is None and upstream is not None:
             replica, source = upstream, "upstream"
-        record = _stamp("response")
+        record = _stamp("response", at)
         record.update(
             flow=flow,
             status=status,
@@ -207,14 +214,18 @@ class Recorder:
             return None
         return StreamTap(self, flow, header_value(headers, "content-encoding"))
 
-    def stream_end(self, flow: str, how: StreamEndHow, error: str | None = None) -> None:
+    def stream_end(
+        self, flow: str, how: StreamEndHow, error: str | None = None, at: Stamp | None = None
+    ) -> None:
         """Record how an HTTP response ended (or why none came)."""
-        record = _stamp("stream_end")
+        record = _stamp("stream_end", at)
         record.update(flow=flow, how=how, error=error)
         self.sink.submit(record)
 
-    def server_unreachable(self, upstream: str, error: str, flow: str | None = None) -> None:
+    def server_unreachable(
+        self, upstream: str, error: str, flow: str | None = None, at: Stamp | None = None
+    ) -> None:
         """Record a failed connection to the upstream."""
-        record = _stamp("server_unreachable")
+        record = _stamp("server_unreachable", at)
         record.update(upstream=upstream, error=error, flow=flow)
         self.sink.submit(record)

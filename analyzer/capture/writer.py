@@ -113,6 +113,7 @@ class CaptureWriter:
         self._dropped = 0
         self._redacted = 0
         self._addon_errors = 0
+        self._unclean = False
         # ... and the writer's.
         self._written = 0
         self._writer_errors = 0
@@ -176,6 +177,17 @@ class CaptureWriter:
             "redacted": self._redacted,
             "addon_errors": self._addon_errors + self._writer_errors,
         }
+
+    def count_upstream(self, dropped: int, errors: int) -> None:
+        """Add records lost and capture errors counted before this writer (another process)."""
+        self._seen += dropped
+        self._dropped += dropped
+        self._addon_errors += errors
+
+    def abandon(self) -> None:
+        """Like close, but without `capture_close`: the capturing process died uncleanly."""
+        self._unclean = True
+        self.close()
 
     def close(self) -> None:
         """Drain the queue, write capture_stats and capture_close, sync and rename; idempotent.
@@ -254,7 +266,8 @@ class CaptureWriter:
             if self._unsynced and now >= self._dirty_since + self._flush_interval:
                 self._sync()
         self._add_own("capture_stats")
-        self._add_own("capture_close")
+        if not self._unclean:
+            self._add_own("capture_close")
         self._close_file()
 
     def _add(self, record: object) -> None:

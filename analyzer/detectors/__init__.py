@@ -109,12 +109,28 @@ def _thresholds(detector_id: str, detect: Callable[..., pl.LazyFrame]) -> Mappin
 # imports come after everything a detector module needs is defined.
 import analyzer.detectors.analysis_error as analysis_error  # noqa: E402
 import analyzer.detectors.capture_health as capture_health  # noqa: E402
+import analyzer.detectors.causal_gap as causal_gap  # noqa: E402
+import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
+import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
+import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
+import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
+import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
+import analyzer.detectors.stale_cursor as stale_cursor  # noqa: E402
+import analyzer.detectors.superseded_stream as superseded_stream  # noqa: E402
 
 #: Every detector, in no particular order (reports sort findings themselves). A new detector
 #: module adds its row here.
 DETECTORS: Final[tuple[Detector, ...]] = (
     analysis_error.DETECTOR,
     capture_health.DETECTOR,
+    causal_gap.DETECTOR,
+    counter_reset.DETECTOR,
+    phantom_resume.DETECTOR,
+    cross_replica_resume.DETECTOR,
+    duplicate_event_id.DETECTOR,
+    stale_cursor.DETECTOR,
+    superseded_stream.DETECTOR,
+    repeated_tool_call.DETECTOR,
 )
 
 

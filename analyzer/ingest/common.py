@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ __all__ = [
     "describe_counts",
     "finished_report",
     "normalize_to_parts",
+    "paused_gc",
 ]
 
 
@@ -136,6 +139,22 @@ class PartWriter:
         self._n += 1
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run without the cyclic garbage collector (restored after).
+
+    Normalizing makes millions of short-lived, acyclic objects; the collector would rescan the
+    growing column lists again and again (a quarter of the time). Reference counting frees them.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def normalize_to_parts(
     records: Iterable[dict[str, Any]],
     out_dir: Path,
@@ -147,11 +166,12 @@ def normalize_to_parts(
     """Feed synthesized records through a Normalizer into Parquet parts; (records, counts)."""
     normalizer = Normalizer(replica_header=replica_header, client_header=client_header)
     writer = PartWriter(out_dir, prefix)
-    for record in records:
-        normalizer.add(record)
-        if normalizer.pending_events() >= normalizer.batch_events:
-            writer.write(normalizer.drain())
-    writer.write(normalizer.finish())
+    with paused_gc():
+        for record in records:
+            normalizer.add(record)
+            if normalizer.pending_events() >= normalizer.batch_events:
+                writer.write(normalizer.drain())
+        writer.write(normalizer.finish())
     return normalizer.records, normalizer.counts
 
 

@@ -17,7 +17,6 @@ flow (capture_open, capture_stats, ...) and lines too damaged to route go to wor
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import zlib
@@ -39,6 +38,7 @@ from analyzer.ingest.common import (
     UnreadableInput,
     UnsupportedSchema,
     describe_counts,
+    paused_gc,
 )
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
 from analyzer.records import SCHEMA_MAJOR, SCHEMA_MINOR
@@ -261,15 +261,8 @@ def _check(record: object) -> str | None:
 
 def _scan(task: _Task) -> _Result:
     """One worker: read every line of every file, handle the lines this worker owns."""
-    # Millions of short-lived, acyclic objects: the cyclic collector would rescan the growing
-    # column lists again and again (a quarter of the time). Reference counting frees them.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         return _scan_files(task)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _scan_files(task: _Task) -> _Result:

@@ -66,7 +66,10 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
             .when(pl.col("_legacy").is_not_null())
             .then(pl.lit("legacy"))
             .when(
-                (pl.col("_declared") >= SESSIONLESS_FROM).fill_null(False)
+                (
+                    pl.col("_declared").str.contains(r"^\d{4}-\d{2}-\d{2}$")
+                    & (pl.col("_declared") >= SESSIONLESS_FROM)
+                ).fill_null(False)
                 | (pl.col("rpc_method") == "server/discover").fill_null(False)
             )
             .then(pl.lit("client"))

@@ -266,11 +266,23 @@ def test_canary_secrets_never_reach_the_capture(tmp_path: Path) -> None:
     assert close["redacted"] >= 8
 
 
-def test_sigkill_keeps_every_record_older_than_two_flush_intervals(tmp_path: Path) -> None:
+def children(pid: int) -> list[int]:
+    """Child process ids of pid (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.parametrize("victims", ["proxy", "proxy-and-writer"])
+def test_sigkill_keeps_every_record_older_than_two_flush_intervals(
+    tmp_path: Path, victims: str
+) -> None:
     parts = events(10)
     flush_s = 0.2
     with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
         origin.scripts["/mcp"] = Script(headers=SSE, writes=parts, paced=True)
+        (worker,) = children(proxy.proc.pid)
         with httpx.Client(timeout=10) as client, client.stream("GET", proxy.url + "/mcp") as r:
             reader = Reader(r)
             for k in range(5):
@@ -281,13 +293,23 @@ def test_sigkill_keeps_every_record_older_than_two_flush_intervals(tmp_path: Pat
             time.sleep(2 * flush_s + 0.2)
             origin.step()
             reader.until(b"".join(parts[:7]))
+            if victims == "proxy-and-writer":
+                os.kill(worker, signal.SIGKILL)
             proxy.stop(signal.SIGKILL)
     records = read_records(tmp_path / "cap")
+    # No capture_close: readers can tell the stop was unclean.
     assert not of_kind(records, "capture_close")
     assert len(of_kind(records, "request")) == 1
     recorded = b"".join(body(c) for c in of_kind(records, "chunk"))
     assert recorded.startswith(b"".join(parts[:6]))
-    assert list((tmp_path / "cap").glob("*.partial"))
+    if victims == "proxy-and-writer":
+        assert list((tmp_path / "cap").glob("*.jsonl.partial"))
+    else:
+        # The writer outlives the proxy: it saw the pipe close and finished the file.
+        deadline = time.monotonic() + 10
+        while list((tmp_path / "cap").glob("*.partial")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not list((tmp_path / "cap").glob("*.partial"))
 
 
 def test_unreachable_upstream_is_recorded(tmp_path: Path) -> None:

@@ -75,6 +75,10 @@ def run_proxy(
     proxy = Proxy(proc, port, out)
     try:
         wait_port(port, proc)
+        # mitmdump listens before its scripts have loaded: wait for the capture to open.
+        deadline = time.monotonic() + 20
+        while not list(out.glob("capture-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
         yield proxy
     finally:
         proxy.stop()

@@ -1,0 +1,266 @@
+"""Messages a resumed stream carried or owed after the client's cursor that never reached it.
+
+Judged at the end of each logical stream's incarnation chain (DESIGN.md §2), for every resume
+that became an incarnation of stream S (a GET whose Last-Event-ID S issued, answered with an
+event stream). Carried: an event with an id that S sent after the cursor's position before the
+resume, that no incarnation from the resume on delivered again (same id or same payload).
+Skipped: the resume's first `notifications/progress` of a token jumps past the client's last
+one by more than `progress_jump` times the token's step (all its increments within one
+incarnation, when equal): the replay began after messages the client never saw, as an evicting
+buffer does (ids are opaque: the step comes from payloads, never from id arithmetic). Owed: the
+response to S's request never arrived, on any incarnation or anywhere in the session, and was
+not cancelled. High; info when S's last incarnation was still open at capture end.
+Must not flag: a replay still in progress at a later incarnation (later incarnations count),
+2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`).
+What to change: keep a session-scoped authoritative event log that outlives connections,
+buffers and replicas; replay everything after the cursor contiguously; answer a cursor that
+cannot be honoured with an error, not a partial 200.
+"""
+
+# Longer than the 80 lines of STYLE.md item 8: three kinds of evidence (carried, skipped, owed)
+# each need their own joins, and one finding per stream must gather them.
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
+    pl.col("era") >= "2026-"
+)
+# Delivered from the resume on: on its incarnation or a later one, or after its request.
+_LATER: Final = (pl.col("incarnation") >= pl.col("r_inc")) | (pl.col("ts") >= pl.col("r_ts"))
+_WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
+_EVENTS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal", "stream_pos",
+                  "event_id", "id_only", "payload_hash")  # fmt: skip
+
+
+def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) -> list[pl.Expr]:
+    return [
+        pl.col("stream_id"),
+        text.alias("text"),
+        ids.alias("event_ids"),
+        flows.alias("flow_ids"),
+        pl.col(first).alias("first_ts"),
+        pl.col(last).alias("last_ts"),
+    ]
+
+
+def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """Events on the wire after the cursor, before the resume, never delivered again."""
+    placed = resumes.join(events, on="stream_id")
+    again = placed.filter(_LATER)
+    has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+    lost = (
+        placed.filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")) & has_id)
+        .join(again.select("r_flow", "event_id"), on=["r_flow", "event_id"], how="anti")
+        .join(again.select("r_flow", "payload_hash"), on=["r_flow", "payload_hash"], how="anti")
+        .group_by("stream_id", "r_flow", "cursor", "cursor_flow_id", "r_replica", "r_ts")
+        .agg(pl.col("event_id").sort_by("stream_pos").alias("lost"))
+    )
+    text = pl.format(
+        "After {} the stream had already carried {} message(s) ({}) that no "
+        "incarnation delivered again.",
+        _WHERE,
+        pl.col("lost").list.len(),
+        pl.col("lost").list.join(", "),
+    )
+    ids, flows = pl.concat_list("cursor", "lost"), pl.concat_list("cursor_flow_id", "r_flow")
+    return lost.select(_part(text, ids, flows, "r_ts", "r_ts"))
+
+
+def _skipped(
+    tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame, jump: float
+) -> pl.LazyFrame:
+    """Resumes whose first progress value jumps past the client's last by more than a step."""
+    payload = pl.col("text").str
+    progress = (
+        tl.messages.filter(
+            (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
+        )
+        .join(tl.payloads.filter(~pl.col("base64")), on="data_hash")
+        .select(
+            "flow_id",
+            "ordinal",
+            payload.json_path_match("$.params.progressToken").alias("token"),
+            payload.json_path_match("$.params.progress").alias("shown"),
+        )
+        .with_columns(pl.col("shown").cast(pl.Float64, strict=False).alias("p"))
+        .drop_nulls()
+        .join(events, on=["flow_id", "ordinal"])
+    )
+    diff = pl.col("p").diff().over("stream_id", "token", "incarnation", order_by="ordinal")
+    step = (
+        progress.group_by("stream_id", "token")
+        .agg(diff.min().alias("d"), diff.max().alias("d_max"), diff.count().alias("d_n"))
+        .filter(
+            (pl.col("d_n") >= 2)
+            & (pl.col("d") > 0)
+            & (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
+        )
+    )
+    seen = resumes.join(
+        progress.drop("flow_id", "ordinal", "id_only", "payload_hash"), on="stream_id"
+    )
+    last_before = (
+        seen.filter(pl.col("stream_pos") <= pl.col("c_pos"))
+        .group_by("r_flow", "token")
+        .agg(
+            pl.col("p").sort_by("stream_pos").last().alias("p_last"),
+            pl.col("shown").sort_by("stream_pos").last().alias("shown_last"),
+        )
+    )
+    jumps = (
+        seen.filter(pl.col("incarnation") == pl.col("r_inc"))
+        .group_by("r_flow", "token")
+        .agg(pl.all().sort_by("stream_pos").first())
+        .join(last_before, on=["r_flow", "token"])
+        .join(step, on=["stream_id", "token"])
+        .filter(pl.col("p") - pl.col("p_last") > jump * pl.col("d"))
+    )
+    missing = ((pl.col("p") - pl.col("p_last")) / pl.col("d") - 1).round().cast(pl.Int64)
+    text = pl.format(
+        "The resume from {} restarted progress token {} at {} (event {}) while the "
+        "client's last progress was {}, in steps of {}: about {} message(s) in "
+        "between were never sent (the replay began after events its buffer no "
+        "longer held).",
+        _WHERE,
+        "token",
+        "shown",
+        "event_id",
+        "shown_last",
+        pl.when(pl.col("d") % 1 == 0)
+        .then(pl.col("d").cast(pl.Int64).cast(pl.String))
+        .otherwise(pl.col("d").cast(pl.String)),
+        missing,
+    )
+    ids, flows = pl.concat_list("cursor", "event_id"), pl.concat_list("cursor_flow_id", "r_flow")
+    return jumps.select(_part(text, ids, flows, "r_ts", "ts"))
+
+
+def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
+    """Resumed request streams whose response never arrived anywhere and was not cancelled."""
+    msgs, rid = tl.messages, pl.col("rpc_id").alias("request_id")
+    answers = msgs.filter(
+        (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
+    )
+    cancels = msgs.filter(
+        (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
+    )
+    answered = tl.streams.join(
+        answers.select("session_id", rid, pl.col("ts").alias("a_ts")),
+        on=["session_id", "request_id"],
+    ).filter(pl.col("a_ts") >= pl.col("ts"))
+    text = pl.format(
+        "The response to request {} never arrived on any of the stream's {} "
+        "incarnation(s) nor anywhere else in the session; the last resume sent {}.",
+        "request_id",
+        "incarnations",
+        _WHERE,
+    )
+    return (
+        tl.streams.filter(
+            (pl.col("kind") == "post")
+            & pl.col("request_id").is_not_null()
+            & ~pl.col("response_delivered").fill_null(False)
+        )
+        .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")
+        .join(answered.select("stream_id"), on="stream_id", how="anti")
+        .join(
+            cancels.select("session_id", pl.col("cancel_id").alias("request_id")),
+            on=["session_id", "request_id"],
+            how="anti",
+        )
+        .select(_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"))
+    )
+
+
+def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
+    """One finding per resumed stream that lost messages after a cursor."""
+    events = timeline.sse_events.select(_EVENTS)
+    cursor_at = events.group_by(
+        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
+    ).agg(pl.col("stream_pos").max().alias("c_pos"))
+    resumes = (
+        timeline.resumptions.filter(
+            (pl.col("status") == "resolved") & (pl.col("answer_stream_id") == pl.col("stream_id"))
+        )
+        .select(
+            "stream_id",
+            "cursor",
+            "cursor_flow_id",
+            pl.col("flow_id").alias("r_flow"),
+            pl.col("ts").alias("r_ts"),
+            pl.col("answer_incarnation").alias("r_inc"),
+            pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
+        )
+        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    )
+    found = (
+        _carried(resumes, events),
+        _skipped(timeline, resumes, events, progress_jump),
+        _owed(timeline, resumes),
+    )
+    parts = pl.concat(
+        [part.with_columns(pl.lit(rank).alias("rank")) for rank, part in enumerate(found)]
+    )
+    opened = (
+        pl.when(pl.col("request_id").is_not_null())
+        .then(pl.format("{} request {}", pl.col("request_method").fill_null("?"), "request_id"))
+        .otherwise(pl.lit("standalone GET stream"))
+    )
+    still_open = pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown")
+    detail = pl.format(
+        "Stream {} ({}, opened on replica {}) was resumed but did not deliver what came after the "
+        "client's cursor. {}{} What to change: keep a session-scoped authoritative event log that "
+        "outlives connections, buffers and replicas (or route resumes to the replica holding it), "
+        "replay every event after the cursor contiguously, and answer a cursor you cannot honour "
+        "with an error instead of 200.",
+        "stream_id",
+        opened,
+        pl.col("replica").fill_null("unknown"),
+        "text",
+        pl.when(still_open)
+        .then(pl.lit(" The stream was still open at capture end: the replay may yet come."))
+        .otherwise(pl.lit("")),
+    )
+    return (
+        parts.group_by("stream_id")
+        .agg(
+            pl.col("text").sort_by("rank", "first_ts").str.join(" "),
+            pl.col("event_ids", "flow_ids")
+            .sort_by("rank", "first_ts")
+            .list.explode(keep_nulls=False, empty_as_null=False),
+            pl.col("first_ts").min(),
+            pl.col("last_ts").max(),
+        )
+        .join(timeline.streams.filter(~_SESSIONLESS.fill_null(False)), on="stream_id")
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.when(still_open)
+            .then(pl.lit(Severity.INFO.value))
+            .otherwise(pl.lit(Severity.HIGH.value))
+            .alias("severity"),
+            pl.format("Stream {} lost messages after a resume", "stream_id").alias("title"),
+            detail.alias("detail"),
+            pl.concat_list("stream_id", "flow_ids").alias("flow_ids"),
+            pl.concat_list("stream_id").alias("stream_ids"),
+            "event_ids",
+            pl.concat_list("request_id").alias("request_ids"),
+            "first_ts",
+            "last_ts",
+        )
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="causal-gap", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

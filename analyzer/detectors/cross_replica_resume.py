@@ -1,0 +1,95 @@
+"""A resume answered by a replica other than the one that issued its cursor.
+
+A GET whose Last-Event-ID resolves to a stream of its session, answered 2xx by another replica
+than the one whose response carried the cursor: unless every replica reads one session-scoped
+event log, the answering replica cannot know what followed the cursor, so the resume worked, if
+it did, by luck (medium). Whether it also lost or duplicated data is for `phantom-resume`,
+`causal-gap` and `duplicate-event-id` to say. Not flagged: captures with no replica information,
+replicas identified differently (a header value against an upstream address), resumes answered
+with an error, foreign or unknown cursors (`stale-cursor`). What to change: sticky routing on
+`Mcp-Session-Id`, or a session-scoped authoritative event log shared by every replica.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per resume whose answer came from another replica than its cursor."""
+    source = timeline.exchanges.select("flow_id", "replica_source", "era")
+    requests = timeline.streams.select("stream_id", "request_id")
+    owed = pl.when(pl.col("response_owed") & pl.col("request_id").is_not_null()).then(
+        pl.format(" The stream still owed the response to request {}.", "request_id")
+    )
+    return (
+        timeline.resumptions.filter(
+            (pl.col("status") == "resolved")
+            & (pl.col("method") == "GET")
+            & pl.col("replica_changed").fill_null(False)
+            & pl.col("answer_status").is_between(200, 299).fill_null(False)
+        )
+        .join(source, on="flow_id", how="left")
+        .join(
+            source.select("flow_id", pl.col("replica_source").alias("_cursor_source")),
+            left_on="cursor_flow_id",
+            right_on="flow_id",
+            how="left",
+        )
+        # Replicas named the same way only: a header value never meets an upstream address.
+        .filter(pl.col("replica_source") == pl.col("_cursor_source"))
+        .join(requests, on="stream_id", how="left")
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.format(
+                "resume from {} answered by {}, cursor issued by {}",
+                "cursor",
+                "answer_replica",
+                "cursor_replica",
+            ).alias("title"),
+            pl.format(
+                "Session {}: GET {} resumed stream {} from Last-Event-ID {}, issued by replica {} "
+                "(flow {}), but replica {} answered it ({}, {} event(s), {} with a payload).{} "
+                "Unless every replica reads one session-scoped event log, the answering replica "
+                "cannot know what followed the cursor: this resume worked, if it did, by luck "
+                "(duplicate-event-id, phantom-resume and causal-gap say whether data was lost "
+                "or repeated here). Route each session to one replica (sticky routing on "
+                "Mcp-Session-Id) or keep a session-scoped authoritative event log every replica "
+                "reads.",
+                "session_id",
+                "flow_id",
+                "stream_id",
+                "cursor",
+                "cursor_replica",
+                "cursor_flow_id",
+                "answer_replica",
+                "answer_status",
+                pl.col("answer_events").fill_null(0),
+                pl.col("answer_payload_events").fill_null(0),
+                owed.otherwise(pl.lit("")),
+            ).alias("detail"),
+            pl.concat_list("cursor_flow_id", "flow_id").alias("flow_ids"),
+            pl.concat_list("stream_id").alias("stream_ids"),
+            pl.concat_list("cursor").alias("event_ids"),
+            pl.when(pl.col("response_owed"))
+            .then(pl.concat_list("request_id"))
+            .otherwise(pl.lit([], dtype=pl.List(pl.String)))
+            .alias("request_ids"),
+            pl.col("cursor_ts").alias("first_ts"),
+            pl.col("ts").alias("last_ts"),
+        )
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="cross-replica-resume", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

@@ -1,0 +1,97 @@
+"""One SSE event id issued twice in a session with different payloads.
+
+Event ids MUST be unique across all streams of a session (Streamable HTTP, 2025-03-26 on): a
+client that resumes from an id the server issued for two messages cannot get a faithful replay.
+Payloads are (event type, canonical data). Not flagged: exact replays (same id, same payload),
+id-only priming events (they carry no payload and are never compared), and, where the server
+keeps no session (`anon:` and `client:` keys), ids reused across different logical streams.
+What to change: issue ids from a session-scoped authoritative event log (session-global ids that
+never restart with a process, buffer or replica), and route a session to the replica that holds
+its log (sticky routing).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per (session, event id) that named more than one payload."""
+    kinds = timeline.sessions.select("session_id", "kind")
+    flows = timeline.exchanges.select("flow_id", "replica", "era")
+    issued = (
+        timeline.sse_events.filter(
+            pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+        )
+        .join(kinds, on="session_id", how="left")
+        .join(flows, on="flow_id", how="left")
+        .with_columns(
+            # Without a server session, ids only have to be unique within one logical stream.
+            pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
+            .then(pl.lit(""))
+            .otherwise(pl.col("stream_id").fill_null(""))
+            .alias("_scope"),
+            pl.struct("event", "payload_hash").alias("_payload"),
+        )
+        .sort("ts", "seq", "ordinal")
+    )
+    found = (
+        issued.group_by("session_id", "_scope", "event_id")
+        .agg(
+            pl.col("_payload").n_unique().alias("_payloads"),
+            pl.len().alias("_issues"),
+            pl.col("flow_id").unique(maintain_order=True).alias("flow_ids"),
+            pl.col("stream_id").drop_nulls().unique(maintain_order=True).alias("stream_ids"),
+            pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
+            pl.col("era").first(),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .filter(pl.col("_payloads") > 1)
+    )
+    joined = pl.col("flow_ids").list.join(", ")
+    replicas = pl.col("_replicas").list.join(", ").fill_null("")
+    return found.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format(
+            "event id {} issued {} times with {} different payloads",
+            "event_id",
+            "_issues",
+            "_payloads",
+        ).alias("title"),
+        pl.format(
+            "Session {}: the server issued event id {} {} times with {} different payloads, "
+            "on stream(s) {} (flows {}, in wire order; replica(s): {}). A client resuming from "
+            "this id cannot get a faithful replay: the server will replay after the wrong "
+            "message, or skip or repeat messages. Event ids MUST be unique across all streams "
+            "of a session. Issue ids from a session-scoped authoritative event log "
+            "(session-global ids that never restart with a process, buffer or replica) and "
+            "route each session to the replica holding its log (sticky routing).",
+            "session_id",
+            "event_id",
+            "_issues",
+            "_payloads",
+            pl.col("stream_ids").list.join(", "),
+            joined,
+            pl.when(replicas == "").then(pl.lit("unknown")).otherwise(replicas),
+        ).alias("detail"),
+        "flow_ids",
+        "stream_ids",
+        pl.concat_list("event_id").alias("event_ids"),
+        "first_ts",
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="duplicate-event-id", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

@@ -1,0 +1,151 @@
+"""A resume answered 200 that is not a continuation of its stream, and says nothing about it.
+
+Flags a resume that became an incarnation of stream S (a GET whose Last-Event-ID S issued,
+answered 2xx with an event stream) when a replay was due, because S had carried events with ids
+after the cursor before the resume, and none of them came on the answer (by event id or
+payload), while the answer did issue something: fresh non-priming events where the replay was
+due, or only a new priming event, which moves the client's cursor past what it never got. And
+nothing told the client the cursor was not honoured: no JSON-RPC error on the answer. High: the
+client takes the answer for a continuation, and the messages it was owed are gone for it.
+Must not flag: a correct replay followed by a new priming event; an answer that carried no
+event at all (interrupted, or polling: the client keeps its cursor and resumes again); a
+partial replay (`causal-gap` judges what it left out).
+What to change: replay from a session-scoped authoritative event log every replica can read (or
+route resumes to the replica holding it: sticky routing), and answer a cursor you cannot honour
+with an error, never with 200 and a fresh stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+_HAS_ID: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per resume answered with anything but the replay that was due."""
+    events = timeline.sse_events.select(
+        "stream_id",
+        "flow_id",
+        "ts",
+        "incarnation",
+        "stream_pos",
+        "event_id",
+        "id_only",
+        "payload_hash",
+    )
+    cursor_at = events.group_by(
+        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
+    ).agg(pl.col("stream_pos").max().alias("c_pos"))
+    resumes = (
+        timeline.resumptions.filter(
+            (pl.col("status") == "resolved")
+            & (pl.col("answer_stream_id") == pl.col("stream_id"))
+            & pl.col("answer_status").is_between(200, 299)
+        )
+        .select(
+            "stream_id",
+            "cursor",
+            "cursor_flow_id",
+            "cursor_replica",
+            "answer_replica",
+            pl.col("flow_id").alias("r_flow"),
+            pl.col("ts").alias("r_ts"),
+            pl.col("answer_incarnation").alias("r_inc"),
+        )
+        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    )
+    placed = resumes.join(events, on="stream_id")
+    due = placed.filter(
+        (pl.col("incarnation") < pl.col("r_inc"))
+        & (pl.col("ts") < pl.col("r_ts"))
+        & (pl.col("stream_pos") > pl.col("c_pos"))
+        & _HAS_ID
+        & ~pl.col("id_only")
+    )
+    answer = placed.filter(pl.col("flow_id") == pl.col("r_flow"))
+    came = pl.concat(
+        [
+            due.join(answer.select("r_flow", key), on=["r_flow", key], how="semi").select("r_flow")
+            for key in ("event_id", "payload_hash")
+        ]
+    )
+    errors = timeline.messages.filter(
+        (pl.col("direction") == "s2c") & (pl.col("kind") == "error")
+    ).select(pl.col("flow_id").alias("r_flow"))
+    sent = answer.group_by("r_flow").agg(
+        pl.col("event_id").filter(_HAS_ID).sort_by("stream_pos").alias("sent"),
+        (~pl.col("id_only")).sum().alias("payloads"),
+    )
+    sent_text = (
+        pl.when(pl.col("payloads") > 0)
+        .then(
+            pl.format(
+                "{} fresh message(s) and id(s) {}", "payloads", pl.col("sent").list.join(", ")
+            )
+        )
+        .otherwise(pl.format("only a new priming event ({})", pl.col("sent").list.join(", ")))
+    )
+    detail = pl.format(
+        "The resume of stream {} ({}) from cursor {} (issued by replica {}) on flow {} was "
+        "answered 200 by replica {} with {} instead of the {} message(s) the stream had carried "
+        "after the cursor ({}). Nothing on the answer said the cursor was not honoured: the "
+        "client takes it for a continuation and will never see those messages. What to change: "
+        "replay from a session-scoped authoritative event log every replica can read, or route "
+        "resumes to the replica that issued the cursor (sticky routing); answer a cursor you "
+        "cannot honour with an error instead of 200 and a fresh stream.",
+        "stream_id",
+        pl.col("what").fill_null("standalone GET stream"),
+        "cursor",
+        pl.col("cursor_replica").fill_null("unknown"),
+        "r_flow",
+        pl.col("answer_replica").fill_null("unknown"),
+        sent_text,
+        pl.col("due").list.len(),
+        pl.col("due").list.join(", "),
+    )
+    streams = timeline.streams.select(
+        "stream_id",
+        "session_id",
+        "era",
+        "request_id",
+        pl.format("{} request {}", "request_method", "request_id").alias("what"),
+    )
+    return (
+        due.group_by("r_flow")
+        .agg(
+            pl.col("event_id").sort_by("stream_pos").alias("due"),
+            pl.all().exclude("event_id").first(),
+        )
+        .join(came, on="r_flow", how="anti")
+        .join(errors, on="r_flow", how="anti")
+        .join(sent.filter((pl.col("payloads") > 0) | (pl.col("sent").list.len() > 0)), on="r_flow")
+        .join(streams, on="stream_id")
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.format("Resume of stream {} answered without its replay", "stream_id").alias(
+                "title"
+            ),
+            detail.alias("detail"),
+            pl.concat_list("cursor_flow_id", "r_flow").alias("flow_ids"),
+            pl.concat_list("stream_id").alias("stream_ids"),
+            pl.concat_list("cursor", "due", "sent").alias("event_ids"),
+            pl.concat_list("request_id").alias("request_ids"),
+            pl.col("r_ts").alias("first_ts"),
+            pl.col("r_ts").alias("last_ts"),
+        )
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="phantom-resume", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

@@ -1,0 +1,119 @@
+"""The same side-effecting tools/call, same canonical arguments, sent again within `window_s`.
+
+Flags a `tools/call` repeating one of the same client (in its session or its next one: same
+client ip and clientInfo) to the same server: same tool, same RFC 8785 canonical `arguments`,
+same or new id. High when the first call's exchange broke, got a 404 or no HTTP response and its
+result had not arrived on a resume (a retry after loss: the tool may have run twice); medium
+otherwise, and at most for a tool no captured `tools/list` names (hints unknown). A tool listed
+without annotations is side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
+legs (`inputResponses` / `requestState`, or a predecessor that returned InputRequiredResult);
+idempotent tools (`idempotentHint`) are low. What to change: an idempotency key the server
+deduplicates on; resume a broken stream (Last-Event-ID) or ask what ran instead of re-issuing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+#: Columns of the earlier call each repeat carries as `prev_<column>`.
+_PREV: Final = ("session_id", "flow_id", "stream_id", "request_id", "ts", "replica", "rank",
+                "first_outcome", "result_delivered", "result_ts", "input_required")  # fmt: skip
+_DETAIL: Final = (
+    "tools/call {} (request {}, flow {}, replica {}) was sent again with the same canonical "
+    "arguments as request {} (flow {}, replica {}) {} s later, {}. The first exchange ended "
+    "'{}'{}. {} What to change: give the tool an idempotency key the server deduplicates on; "
+    "after a broken stream, resume it with Last-Event-ID where the era allows (not 2026-07-28) "
+    "or ask the server what ran, instead of re-issuing the call."
+)
+
+
+def _pick(*branches: tuple[pl.Expr, str], otherwise: str | pl.Expr) -> pl.Expr:
+    """The text of the first branch whose condition holds, else `otherwise`."""
+    last = otherwise if isinstance(otherwise, pl.Expr) else pl.lit(otherwise)
+    return pl.coalesce(*(pl.when(cond).then(pl.lit(text)) for cond, text in branches), last)
+
+
+def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
+    """One finding per repeated call, citing it and the call it repeats."""
+    client = pl.coalesce(pl.concat_str("client_ip", "client_info", separator="|"), "session_id")
+    sessions = timeline.sessions.select("session_id", client.alias("client"), "start")
+    rank = pl.col("start").rank("ordinal").over("client").alias("rank")
+    key = ("client", "server", "tool_name", "arguments_hash")
+    calls = (
+        timeline.tool_calls.filter(~pl.col("read_only_hint").fill_null(False))
+        .join(sessions.with_columns(rank), on="session_id", how="left")
+        .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left")
+        .with_columns(
+            pl.col(c).shift(1).over(key, order_by=["ts", "seq"]).alias(f"prev_{c}") for c in _PREV
+        )
+    )
+    p = {c: pl.col(f"prev_{c}") for c in _PREV}
+    lost = p["first_outcome"].is_in(("broken", "404", "no_response")) & ~(
+        p["result_delivered"] & (p["result_ts"] <= pl.col("ts"))
+    ).fill_null(False)
+    listed, idempotent = pl.col("tool_listed"), pl.col("idempotent_hint").fill_null(False)
+    gap_s = (pl.col("ts") - p["ts"]).dt.total_milliseconds() / 1000
+    detail = pl.format(
+        _DETAIL,
+        "tool_name",
+        p["request_id"],
+        p["flow_id"],
+        p["replica"].fill_null("unknown"),
+        "request_id",
+        "flow_id",
+        pl.col("replica").fill_null("unknown"),
+        gap_s.round(1).cast(pl.String),
+        _pick(
+            (p["session_id"] == pl.col("session_id"), "in the same session"),
+            otherwise=pl.format("in the client's next session (first in {})", p["session_id"]),
+        ),
+        p["first_outcome"],
+        _pick(
+            (lost, " before its result reached the client: the tool may have run twice"),
+            otherwise=": the client asked for a second execution",
+        ),
+        _pick(
+            (~listed, "No captured tools/list names the tool, so its hints are unknown."),
+            (idempotent, "The tool is listed as idempotent: a repeat should be harmless."),
+            otherwise="The tool is listed as side-effecting (not read-only, not idempotent).",
+        ),
+    )
+    return calls.filter(
+        pl.col("tool_name").is_not_null()
+        & (gap_s <= window_s)
+        & (pl.col("rank") - p["rank"] <= 1)
+        & ~pl.col("mrtr").fill_null(False)
+        & ~p["input_required"].fill_null(False)
+    ).select(
+        pl.col("session_id").alias("session"),
+        "era",
+        _pick((idempotent, "low"), (lost & listed, "high"), otherwise="medium").alias("severity"),
+        pl.format(
+            "tools/call {} {}",
+            "tool_name",
+            _pick(
+                (lost, "re-issued after its first call was lost: it may have run twice"),
+                otherwise="repeated with the same arguments",
+            ),
+        ).alias("title"),
+        detail.alias("detail"),
+        pl.concat_list(p["flow_id"], "flow_id").alias("flow_ids"),
+        pl.concat_list(p["stream_id"], "stream_id").alias("stream_ids"),
+        pl.concat_list(p["request_id"], "request_id").alias("request_ids"),
+        p["ts"].alias("first_ts"),
+        pl.col("ts").alias("last_ts"),
+        pl.concat_list("tool_name", "arguments_hash").alias("fingerprint_extra"),
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="repeated-tool-call", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

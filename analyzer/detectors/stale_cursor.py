@@ -1,0 +1,138 @@
+"""A Last-Event-ID that its session never issued, or sent with the request opening a session.
+
+Flags a cursor issued only in another session (named in the detail; high when the server then
+replayed that session's messages into this one), a cursor no captured event carries (info when
+the session's start is not in the capture: it may predate the capture), and any cursor sent with
+`initialize` or a session-opening POST (there is nothing to resume yet). A `Last-Event-ID` sent
+in the sessionless 2026 era is an info note: those servers ignore it, it resumes nothing. Not
+flagged: a cursor issued in the same session, priming events included. What to change: clients
+drop cursors that predate the session (clear the stored Last-Event-ID on initialize and on a
+404); servers reject cursors their session never issued, and embed the session in event ids.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per request carrying a stale cursor."""
+    opening = pl.col("mcp_session_id").is_null() & pl.col("response_session_id").is_not_null()
+    flows = timeline.exchanges.select("flow_id", "era", opening.alias("_opening"))
+    started = timeline.sessions.select("session_id", pl.col("initialized").alias("_started"))
+    # Messages the cursor's stream sent after it, carried again by the answer (same id, same
+    # payload): the server resumed another session's stream into this one.
+    sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
+    earlier = sent.select(
+        *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
+        "event_id",
+        "payload_hash",
+        pl.col("ts").alias("_sent_ts"),
+    )
+    replayed = (
+        sent.select("flow_id", "ordinal", "event_id", "payload_hash")
+        .join(timeline.resumptions.filter(pl.col("status") == "other_session"), on="flow_id")
+        .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
+        .filter(
+            (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))
+        )
+        .group_by("flow_id")
+        .agg(pl.col("event_id").sort_by("ordinal").unique(maintain_order=True).alias("_replayed"))
+    )
+    honoured = pl.col("_replayed").list.len() > 0
+    sessionless = pl.col("era").str.starts_with("2026-").fill_null(False)
+    unseen_start = ~pl.col("_started").fill_null(False) & ~sessionless
+    other = pl.col("status") == "other_session"
+    found = (
+        pl.when(other)
+        .then(pl.format("issued only in session {}", "cursor_session_id"))
+        .when(pl.col("status") == "unresolved")
+        .then(pl.lit("never issued in any captured session"))
+        .otherwise(pl.lit("issued in this session"))
+    )
+    where = pl.format(
+        " (stream {}, flow {}{})",
+        "cursor_stream_id",
+        "cursor_flow_id",
+        pl.when(pl.col("cursor_priming")).then(pl.lit(", a priming event")).otherwise(pl.lit("")),
+    )
+    notes = pl.concat_str(
+        pl.when(other).then(where),
+        pl.lit("."),
+        pl.format(" The server answered {}.", pl.col("answer_status").cast(pl.String)),
+        pl.when(pl.col("_opening")).then(pl.lit(_OPENING)),
+        pl.when(sessionless).then(pl.lit(_SESSIONLESS)),
+        pl.when(unseen_start).then(pl.lit(_UNSEEN_START)),
+        pl.when(honoured).then(pl.format(_HONOURED, pl.col("_replayed").list.join(", "))),
+        ignore_nulls=True,
+    )
+    sent_with = pl.when(pl.col("_opening")).then(pl.lit("the session-opening request"))
+    return (
+        timeline.resumptions.filter(pl.col("cursor").str.strip_chars() != "")
+        .join(flows, on="flow_id", how="left")
+        .join(started, on="session_id", how="left")
+        .join(replayed, on="flow_id", how="left")
+        .with_columns(
+            (pl.col("with_initialize") | pl.col("_opening").fill_null(False)).alias("_opening"),
+            pl.col("_replayed").fill_null([]),
+        )
+        .filter((pl.col("status") != "resolved") | pl.col("_opening"))
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.when(honoured)
+            .then(pl.lit("high"))
+            .when(sessionless | unseen_start)
+            .then(pl.lit("info"))
+            .otherwise(pl.lit("medium"))
+            .alias("severity"),
+            pl.format(
+                "cursor {} {}, sent with {}", "cursor", found, sent_with.otherwise("method")
+            ).alias("title"),
+            pl.format(
+                "Session {}: {} {} carried Last-Event-ID {}, {}{} {}",
+                "session_id",
+                "method",
+                "flow_id",
+                "cursor",
+                found,
+                notes,
+                pl.lit(_FIX),
+            ).alias("detail"),
+            pl.concat_list("flow_id", "cursor_flow_id").alias("flow_ids"),
+            pl.concat_list("answer_stream_id", "cursor_stream_id").alias("stream_ids"),
+            pl.concat_list("cursor", "_replayed").alias("event_ids"),
+            pl.coalesce("cursor_ts", "ts").alias("first_ts"),
+            pl.col("ts").alias("last_ts"),
+        )
+    )
+
+
+_OPENING = (
+    " It came with the request that opened the session: there was nothing to resume yet, so it "
+    "is left over from an earlier session or client run."
+)
+_SESSIONLESS = (
+    " The sessionless 2026 era has no resumption: the server ignores the header, and a client "
+    "whose stream broke re-issues the request under a new id."
+)
+_UNSEEN_START = " The session's start is not in the capture: the id may predate the capture."
+_HONOURED = " The server honoured it: it replayed message(s) {} of that session into this one."
+_FIX = (
+    "Clients must drop cursors that predate the session (clear the stored Last-Event-ID on "
+    "initialize and after a 404); servers should reject a cursor the session never issued "
+    "rather than answer as if resuming, and embed the session in event ids."
+)
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="stale-cursor", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

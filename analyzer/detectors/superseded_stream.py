@@ -1,0 +1,115 @@
+"""A cursor of a standalone GET stream resumed after a newer GET stream of its session replaced it.
+
+Servers keep one replay log for a session's standalone stream (the official SDKs key it per
+session, not per GET), so resuming a replaced stream replays the newer stream's messages a second
+time, or nothing: messages get duplicated or lost (medium: the conditions are present). Low when
+the older stream was still connected when the newer one opened (the server kept both, as the
+spec allows, and the resume may be meant) or when the server refused the resume. Not flagged:
+POST streams, resumes of the latest GET stream, a new GET stream after the old one's last
+resume. What to change: clients resume only the latest standalone stream (drop older GET
+streams' cursors when opening a new one); servers encode the stream in event ids and refuse
+cursors of a replaced stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per replaced GET stream that was resumed."""
+    # Each GET stream and the next GET stream its session opened: the one that replaced it.
+    replaced = (
+        timeline.streams.filter(pl.col("kind") == "get")
+        .sort("session_id", "ts", "seq")
+        .select(
+            "session_id",
+            "stream_id",
+            *(
+                pl.col(c).shift(-1).over("session_id").alias(f"_new_{c}")
+                for c in ("stream_id", "ts", "seq")
+            ),
+        )
+        .filter(pl.col("_new_stream_id").is_not_null())
+    )
+    # Both kept: the older stream was still connected when the newer one opened, and the
+    # server did not end it (a server that replaces a standalone stream closes the old one).
+    kept = (
+        timeline.incarnations.join(replaced, on=["session_id", "stream_id"])
+        .filter(
+            (pl.col("ts") < pl.col("_new_ts"))
+            & (pl.col("end_ts").is_null() | (pl.col("end_ts") > pl.col("_new_ts")))
+            & pl.col("end_how").is_in(["client_closed", "open_at_shutdown"]).fill_null(True)
+        )
+        .select("stream_id", pl.lit(True).alias("_kept"))
+        .unique()
+    )
+    after = (pl.col("ts") > pl.col("_new_ts")) | (
+        (pl.col("ts") == pl.col("_new_ts")) & (pl.col("seq") > pl.col("_new_seq"))
+    )
+    wire = ("ts", "seq")
+    found = (
+        timeline.resumptions.filter((pl.col("status") == "resolved") & (pl.col("method") == "GET"))
+        .join(replaced, on=["session_id", "stream_id"])
+        .filter(after)
+        .join(kept, on="stream_id", how="left")
+        .join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left")
+        .group_by("session_id", "stream_id", "_new_stream_id")
+        .agg(
+            pl.col("era").first(),
+            pl.col("_kept").any(),
+            pl.col("answer_status").is_between(200, 299).any().alias("_answered"),
+            pl.col("flow_id").sort_by(*wire).unique(maintain_order=True).alias("flow_ids"),
+            pl.col("cursor").sort_by(*wire).unique(maintain_order=True).alias("event_ids"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+    )
+    return found.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.when(pl.col("_kept") | ~pl.col("_answered"))
+        .then(pl.lit("low"))
+        .otherwise(pl.lit("medium"))
+        .alias("severity"),
+        pl.format("replaced GET stream resumed from {}", pl.col("event_ids").list.join(", ")).alias(
+            "title"
+        ),
+        pl.format(
+            "Session {}: standalone GET stream {} was resumed (GET {}, Last-Event-ID {}) after GET "
+            "stream {} had replaced it{}. Servers keep one replay log per session's standalone "
+            "stream (the official SDKs key it per session), so such a resume replays the newer "
+            "stream's messages a second time, or nothing: messages get duplicated or lost. "
+            "Clients should resume only the latest standalone stream and drop older GET streams' "
+            "cursors when opening a new one; servers should encode the stream in event ids and "
+            "refuse a replaced stream's cursor.",
+            "session_id",
+            "stream_id",
+            pl.col("flow_ids").list.join(", "),
+            pl.col("event_ids").list.join(", "),
+            "_new_stream_id",
+            pl.when(pl.col("_kept"))
+            .then(pl.lit(" (both were connected at once: the server kept the older one)"))
+            .when(~pl.col("_answered"))
+            .then(pl.lit(" (the server refused the resume: nothing was replayed)"))
+            .otherwise(pl.lit("")),
+        ).alias("detail"),
+        "flow_ids",
+        pl.concat_list("stream_id", "_new_stream_id").alias("stream_ids"),
+        "event_ids",
+        "first_ts",
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="superseded-stream", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

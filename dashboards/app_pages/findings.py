@@ -1,0 +1,225 @@
+"""Findings: a filterable table; the selected finding's detail and the evidence it names."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from analyzer.findings import Severity
+from dashboards import data, views
+
+path, sig = views.require_source()
+found = data.findings(path, sig)
+
+st.title("Findings")
+if not found.height:
+    st.success("No findings on this input.")
+    st.stop()
+
+# ---- filters ---------------------------------------------------------------------------------
+cols = st.columns([3, 2, 3])
+detector_ids = sorted(found["detector"].unique().to_list())
+chosen_detectors = cols[0].multiselect("Detector", detector_ids, key="f_detector")
+levels = [s.value for s in reversed(Severity)]
+chosen_levels = cols[1].multiselect("Severity", levels, key="f_severity")
+session_ids = sorted(found["session"].drop_nulls().unique().to_list())
+chosen_sessions = cols[2].multiselect("Session", session_ids, key="f_session")
+
+shown = found
+if chosen_detectors:
+    shown = shown.filter(pl.col("detector").is_in(chosen_detectors))
+if chosen_levels:
+    shown = shown.filter(pl.col("severity").cast(pl.String).is_in(chosen_levels))
+if chosen_sessions:
+    shown = shown.filter(pl.col("session").is_in(chosen_sessions))
+times = found["first_ts"].drop_nulls()
+if times.len() and times.min() != times.max():
+    low, high = st.slider(
+        "First evidence between (UTC)",
+        min_value=times.min(),
+        max_value=times.max(),
+        value=(times.min(), times.max()),
+        format="HH:mm:ss",
+        key="f_time",
+    )
+    shown = shown.filter(pl.col("first_ts").is_null() | pl.col("first_ts").is_between(low, high))
+
+st.text(f"{shown.height} of {found.height} findings")
+table = shown.select(
+    pl.col("severity").cast(pl.String),
+    "detector",
+    "session",
+    pl.col("first_ts").alias("first (UTC)"),
+    pl.col("last_ts").alias("last (UTC)"),
+    "title",
+    "fingerprint",
+)
+picked = st.dataframe(
+    table,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="findings_table",
+    column_config={
+        "first (UTC)": st.column_config.DatetimeColumn(format="HH:mm:ss.SSS"),
+        "last (UTC)": st.column_config.DatetimeColumn(format="HH:mm:ss.SSS"),
+        "fingerprint": None,
+    },
+)
+
+# ---- the selected finding --------------------------------------------------------------------
+rows = picked.selection.rows if picked is not None else []
+wanted = st.query_params.get("finding")
+if rows:
+    fingerprint = table["fingerprint"][rows[0]]
+elif wanted in set(found["fingerprint"].to_list()):
+    fingerprint = wanted
+elif shown.height:
+    fingerprint = shown["fingerprint"][0]
+else:
+    st.stop()
+if not rows:
+    st.caption("Select a row to see its evidence; the first one is shown.")
+
+proof = data.evidence(path, sig, fingerprint)
+finding = proof.finding
+st.divider()
+head = st.columns([6, 2])
+with head[0]:
+    st.subheader(str(finding["detector"]))
+    views.severity_badge(str(finding["severity"]))
+    st.text(str(finding["title"]))
+with head[1]:
+    if finding["session"] is not None and st.button("Open in session timeline", key="to_timeline"):
+        st.switch_page(
+            "app_pages/timeline.py",
+            query_params={"session": str(finding["session"]), "finding": fingerprint},
+        )
+facts = {
+    "session": finding["session"],
+    "era": finding["era"],
+    "first evidence (UTC)": None if finding["first_ts"] is None else str(finding["first_ts"]),
+    "last evidence (UTC)": None if finding["last_ts"] is None else str(finding["last_ts"]),
+    "fingerprint": fingerprint,
+}
+st.json(facts, expanded=True)
+st.text(str(finding["detail"]))
+with st.expander("Evidence ids", expanded=False):
+    st.json({k: list(finding[k]) for k in ("flow_ids", "stream_ids", "event_ids", "request_ids")})
+
+
+def occurrence_label(row: dict[str, object]) -> str:
+    """Where an event was seen: stream, incarnation, replica, flow, time."""
+    return (
+        f"event {row['event_id']} · stream {row['stream_id']} incarnation {row['incarnation']} · "
+        f"replica {row['replica'] or 'unknown'} · flow {row['flow_id']} · {row['ts']}"
+    )
+
+
+def side_by_side(rows: list[dict[str, object]]) -> None:
+    """Event occurrences in columns, each with its payload."""
+    for start in range(0, len(rows), 3):
+        chunk = rows[start : start + 3]
+        for col, row in zip(st.columns(len(chunk)), chunk, strict=True):
+            with col:
+                st.text(occurrence_label(row))
+                if row["id_only"]:
+                    st.text("(id-only priming event: no payload)")
+                else:
+                    views.payload(proof.texts.get(str(row["data_hash"])))
+
+
+detector = finding["detector"]
+events = proof.events
+if detector == "duplicate-event-id" and events.height:
+    st.subheader("The payloads issued under one id, side by side")
+    for event_id in finding["event_ids"]:
+        same = events.filter((pl.col("event_id") == event_id) & ~pl.col("id_only"))
+        distinct = same.unique("payload_hash", keep="first", maintain_order=True)
+        st.text(f"event id {event_id}: {same.height} issue(s), {distinct.height} payload(s)")
+        side_by_side(list(distinct.iter_rows(named=True)))
+elif detector == "causal-gap" and events.height:
+    st.subheader("The missing events")
+    st.text("The events the finding names, as the stream carried them (or owed them):")
+    side_by_side(list(events.iter_rows(named=True)))
+elif events.height:
+    st.subheader("Events named")
+    side_by_side(list(events.iter_rows(named=True)))
+
+if proof.calls.height:
+    st.subheader("The calls" if proof.calls.height > 1 else "The call")
+    calls = list(proof.calls.iter_rows(named=True))
+    for col, call in zip(st.columns(len(calls[:3])), calls[:3], strict=True):
+        with col:
+            st.text(
+                f"request {call['request_id']} · tools/call {call['tool_name']} · "
+                f"replica {call['replica'] or 'unknown'} · flow {call['flow_id']} · {call['ts']}"
+            )
+            st.json(
+                {
+                    "first outcome": call["first_outcome"],
+                    "result delivered": call["result_delivered"],
+                    "result at": None if call["result_ts"] is None else str(call["result_ts"]),
+                    "MRTR leg": call["mrtr"],
+                    "read-only hint": call["read_only_hint"],
+                    "idempotent hint": call["idempotent_hint"],
+                },
+                expanded=False,
+            )
+            views.payload(proof.texts.get(str(call["request_body_hash"])), label="request")
+            if call["result_data_hash"] is not None:
+                views.payload(proof.texts.get(str(call["result_data_hash"])), label="result")
+
+if proof.between.height:
+    title = (
+        "What happened between the calls"
+        if detector == "repeated-tool-call"
+        else "What happened from the first to the last evidence"
+    )
+    st.subheader(title)
+    st.dataframe(
+        proof.between,
+        hide_index=True,
+        key="between",
+        column_config={"ts": st.column_config.DatetimeColumn("UTC", format="HH:mm:ss.SSSSSS")},
+    )
+
+if proof.incarnations.height:
+    st.subheader("Incarnation chain of the named streams")
+    st.dataframe(
+        proof.incarnations.select(
+            "stream_id",
+            "incarnation",
+            "cursor",
+            "replica",
+            "status",
+            "events",
+            "payload_events",
+            "first_event_id",
+            "last_cursor",
+            "end_how",
+            "delivered_response",
+            "flow_id",
+        ),
+        hide_index=True,
+        key="incarnations",
+    )
+if proof.resumptions.height:
+    st.subheader("Resumptions")
+    st.dataframe(
+        proof.resumptions.select(
+            "ts",
+            "cursor",
+            "status",
+            "cursor_replica",
+            "answer_replica",
+            "answer_status",
+            "events_after",
+            "answer_events",
+            "answer_payload_events",
+            "answer_end_how",
+            "flow_id",
+        ),
+        hide_index=True,
+        key="resumptions",
+    )

@@ -1,0 +1,109 @@
+"""Overview: what was read (capture health), how much traffic, and the findings by detector."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from analyzer.findings import Severity
+from dashboards import data, views
+
+path, sig = views.require_source()
+summary = data.overview(path, sig)
+found = data.findings(path, sig)
+
+st.title("Overview")
+st.text(f"Input: {path}")
+if summary.first_ts is not None and summary.last_ts is not None:
+    st.text(f"Traffic from {summary.first_ts:%Y-%m-%d %H:%M:%S} to {summary.last_ts:%H:%M:%S} UTC")
+
+st.subheader("Capture health")
+cols = st.columns(5)
+cols[0].metric("Records read", f"{summary.records:,}")
+cols[1].metric("Lines skipped", f"{summary.skipped:,}")
+cols[2].metric("Records lost", f"{summary.losses:,}", help="seq gaps, writer drops, chunk gaps")
+cols[3].metric("Unclean stops", f"{summary.unclean_stops:,}", help="runs without capture_close")
+cols[4].metric("Inputs", f"{summary.inputs.height:,}")
+if summary.warnings:
+    st.warning("The reader reported damage (the capture-health detector turns it into findings):")
+    for warning in summary.warnings:
+        st.text(f"• {warning}")
+else:
+    st.success("Read cleanly: no torn or corrupt lines, no losses, every run closed.")
+
+st.subheader("Traffic")
+cols = st.columns(7)
+cols[0].metric("Sessions", f"{summary.sessions:,}")
+cols[1].metric("Streams", f"{summary.streams:,}", help="logical streams (POST and GET)")
+cols[2].metric("Incarnations", f"{summary.incarnations:,}", help="HTTP responses carrying them")
+cols[3].metric("Resumptions", f"{summary.resumptions:,}", help="requests with Last-Event-ID")
+cols[4].metric("Tool calls", f"{summary.tool_calls:,}")
+cols[5].metric("HTTP exchanges", f"{summary.exchanges:,}")
+cols[6].metric("SSE events", f"{summary.events:,}")
+
+st.subheader("Findings")
+by_severity = dict(views.counts_by(found, "severity").iter_rows())
+cols = st.columns(5)
+cols[0].metric("Findings", f"{found.height:,}")
+for col, level in zip(cols[1:], reversed(Severity), strict=True):
+    col.metric(level.value.capitalize(), f"{by_severity.get(level.value, 0):,}", help=level.meaning)
+
+if found.height:
+    by_detector = views.counts_by(found, "detector", "severity")
+    table = (
+        by_detector.pivot(on="severity", index="detector", values="findings")
+        .fill_null(0)
+        .with_columns(pl.sum_horizontal(pl.exclude("detector")).alias("total"))
+        .sort("total", "detector", descending=[True, False])
+    )
+    order = [s.value for s in reversed(Severity) if s.value in table.columns]
+    left, right = st.columns([2, 3])
+    left.dataframe(table.select("detector", *order, "total"), hide_index=True, key="by_detector")
+    chart = (
+        alt.Chart(by_detector)
+        .mark_bar()
+        .encode(
+            x=alt.X("sum(findings):Q", title="findings"),
+            y=alt.Y("detector:N", sort="-x", title=None),
+            color=alt.Color(
+                "severity:N",
+                scale=alt.Scale(
+                    domain=[s.value for s in reversed(Severity)],
+                    range=["#d62728", "#ff7f0e", "#e5c100", "#9d9d9d"],
+                ),
+            ),
+            tooltip=["detector:N", "severity:N", "findings:Q"],
+        )
+        .properties(height=max(120, 36 * table.height))
+    )
+    right.altair_chart(chart, key="by_detector_chart")
+else:
+    st.success("No findings.")
+
+st.subheader("Inputs")
+st.dataframe(summary.inputs, hide_index=True, key="inputs")
+
+st.subheader("Sessions")
+per_session = views.counts_by(found.filter(pl.col("session").is_not_null()), "session").rename(
+    {"session": "session_id"}
+)
+sessions = (
+    data.sessions(path, sig)
+    .join(per_session, on="session_id", how="left")
+    .with_columns(pl.col("findings").fill_null(0))
+    .select(
+        "session_id",
+        "findings",
+        "era",
+        "kind",
+        "client_ip",
+        "client_info",
+        "server",
+        "start",
+        "end_how",
+        "flows",
+        "streams",
+    )
+)
+st.dataframe(sessions, hide_index=True, key="sessions")

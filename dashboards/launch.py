@@ -1,0 +1,102 @@
+"""`seamwatch dashboard`: run the Streamlit app with secure defaults (issue 7).
+
+The server binds to loopback unless `--address` says otherwise (which prints a warning), sends
+no usage statistics, shows visitors no exception details or external help links, keeps XSRF
+protection and CORS on, accepts only loopback `Host` names when bound to loopback (DNS
+rebinding), does not watch or rerun the app's source, hides the developer toolbar, and opens no
+browser. The capture path reaches the app through `SOURCE_ENV`, not argv: `AppTest` runs the
+app in the test process, whose argv is pytest's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+__all__ = ["APP", "LOOPBACK_HOSTS", "SOURCE_ENV", "command", "is_loopback", "launch"]
+
+#: Environment variable carrying the capture path from the launcher to the app.
+SOURCE_ENV: Final = "SEAMWATCH_DASHBOARD_PATH"
+
+APP: Final = Path(__file__).resolve().parent / "app.py"
+
+#: Host names a browser on this machine uses for a loopback-bound server.
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: may resolve anywhere
+
+
+def command(*, port: int, address: str) -> list[str]:
+    """The `streamlit run` command line with the secure flags (see the module docstring)."""
+    flags = {
+        "server.address": address,
+        "server.port": str(port),
+        "server.headless": "true",
+        "server.enableXsrfProtection": "true",
+        "server.enableCORS": "true",
+        "server.fileWatcherType": "none",
+        "server.runOnSave": "false",
+        "server.enableStaticServing": "false",
+        "browser.gatherUsageStats": "false",
+        "client.showErrorDetails": "none",
+        "client.showErrorLinks": "false",
+        "client.toolbarMode": "viewer",
+    }
+    argv = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    for name, value in flags.items():
+        argv += [f"--{name}", value]
+    if is_loopback(address):
+        # Refuse WebSocket connections whose Host is not a loopback name (DNS rebinding).
+        for host in LOOPBACK_HOSTS:
+            argv += ["--server.allowedHosts", host]
+    return argv
+
+
+def environment(path: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The app's environment: `base` (default os.environ) with the capture path set or unset."""
+    env = dict(os.environ if base is None else base)
+    env.pop(SOURCE_ENV, None)
+    if path is not None:
+        env[SOURCE_ENV] = str(Path(path).resolve())
+    return env
+
+
+def launch(path: str | None, *, port: int, address: str) -> int:
+    """Serve the dashboard over `path`; returns the exit code (on POSIX it never returns)."""
+    if path is not None and not Path(path).exists():
+        print(f"seamwatch: {path}: no such file or directory", file=sys.stderr)
+        return 2
+    if not 0 < port < 65536:
+        print(f"seamwatch: --port {port}: expected 1-65535", file=sys.stderr)
+        return 2
+    if not is_loopback(address):
+        print(
+            f"seamwatch: warning: the dashboard listens on {address}, not loopback: anyone who "
+            "can reach this address sees the captured traffic (payloads, session ids). There is "
+            "no authentication; put it behind one.",
+            file=sys.stderr,
+        )
+    argv = command(port=port, address=address)
+    env = environment(path)
+    print(f"seamwatch dashboard: http://{_url_host(address)}:{port}/", file=sys.stderr, flush=True)
+    if os.name == "posix":
+        # exec, so the pid the caller holds is the server's: stopping it stops the dashboard.
+        os.execve(argv[0], argv, env)
+    return subprocess.run(argv, env=env, check=False).returncode
+
+
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address

@@ -1,0 +1,72 @@
+"""Rendering shared by the pages, with one rule: captured text is shown only as inert text.
+
+Anything that came off the wire (payloads, session ids, tool names, and finding titles and
+details, which quote them) goes through `st.text`, `st.code`, `st.json` or `st.dataframe`, never
+markdown and never `unsafe_allow_html`: a payload such as `<img src=x onerror=...>` or a
+markdown image that would fetch a URL must stay characters on the screen.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+import polars as pl
+import streamlit as st
+
+from analyzer.ingest import IngestError
+from dashboards import data
+
+__all__ = ["SEVERITY_COLOR", "payload", "require_source", "severity_badge"]
+
+SEVERITY_COLOR: Final = {"high": "red", "medium": "orange", "low": "yellow", "info": "gray"}
+
+
+def require_source() -> tuple[str, data.Signature]:
+    """The input path and its signature, or a note saying what to do (and stop the page)."""
+    path = data.source()
+    if path is None:
+        st.info("No input: start the dashboard on a capture, e.g. `seamwatch dashboard capture/`.")
+        st.stop()
+    try:
+        sig = data.signature(path)
+    except IngestError as e:
+        st.warning("The input has nothing to read yet (or cannot be read):")
+        st.text(str(e))
+        st.stop()
+    if not sig:
+        st.warning("The input has no capture files yet.")
+        st.stop()
+    return path, sig
+
+
+def severity_badge(severity: str) -> None:
+    """A coloured badge for a severity name (one of the analyzer's four)."""
+    st.badge(severity.upper(), color=SEVERITY_COLOR.get(severity, "gray"))  # type: ignore[arg-type]
+
+
+def payload(text: str | None, *, label: str | None = None) -> None:
+    """A payload as a code block: JSON pretty-printed, anything else verbatim."""
+    if label is not None:
+        st.text(label)
+    if text is None:
+        st.text("(no payload)")
+        return
+    try:
+        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        st.code(text, language=None, wrap_lines=True)
+    else:
+        st.code(pretty, language="json", wrap_lines=True)
+
+
+def counts_by(findings: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """Findings counted by these columns, largest first."""
+    if not findings.height:
+        return pl.DataFrame(schema={**{c: pl.String for c in columns}, "findings": pl.UInt32})
+    return (
+        findings.with_columns(pl.col(c).cast(pl.String) for c in columns)
+        .group_by(columns)
+        .agg(pl.len().alias("findings"))
+        .sort(["findings", *columns], descending=[True, *([False] * len(columns))])
+    )

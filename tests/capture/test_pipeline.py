@@ -1,0 +1,129 @@
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from analyzer.capture.pipeline import CaptureClient
+from analyzer.capture.writer import CaptureError
+from analyzer.records import RECORD_ADAPTER
+from tests.support.proxy import read_records
+
+pytestmark = pytest.mark.timeout(60)
+
+OPEN = {
+    "schema": "1.0",
+    "run_id": "pipeline-test",
+    "tool_version": "test",
+    "mitmproxy_version": "12.3.1",
+    "listen": "127.0.0.1:8080",
+    "upstream": "http://127.0.0.1:9000",
+}
+SSE = [("Content-Type", "text/event-stream"), ("Authorization", "Bearer s3cret")]
+
+
+def stream(client: CaptureClient, flow: str = "f1") -> None:
+    client.request(
+        flow,
+        method="GET",
+        scheme="http",
+        authority="127.0.0.1:9000",
+        path="/mcp",
+        http_version="HTTP/1.1",
+        headers=SSE,
+        client="127.0.0.1:5000",
+        upstream="127.0.0.1:9000",
+        body=b"",
+    )
+    client.response(
+        flow,
+        status=200,
+        http_version="HTTP/1.1",
+        headers=SSE,
+        upstream="127.0.0.1:9000",
+        body=None,
+        streamed=True,
+    )
+    client.chunk(flow, b'id: 1\ndata: {"password":"hunter2"}\n\nid: 2\nda')
+    client.chunk(flow, b"ta: x\n\n")
+
+
+def test_records_reach_disk_in_order_redacted_and_closed(tmp_path: Path) -> None:
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN)
+    stream(client)
+    client.stream_end("f1", "client_closed", "Client disconnected.")
+    client.server_unreachable("127.0.0.1:1", "connection refused")
+    client.close()
+    records = read_records(tmp_path / "cap")
+    for r in records:
+        RECORD_ADAPTER.validate_python(r)
+    kinds = [r["kind"] for r in records]
+    assert kinds == [
+        "capture_open",
+        "request",
+        "response",
+        "chunk",
+        "chunk",
+        "stream_end",
+        "server_unreachable",
+        "capture_stats",
+        "capture_close",
+    ]
+    blob = b"".join(p.read_bytes() for p in (tmp_path / "cap").iterdir())
+    assert b"hunter2" not in blob and b"s3cret" not in blob
+    chunks = [r for r in records if r["kind"] == "chunk"]
+    assert [c["data"]["text"].split("\n")[0] for c in chunks] == ["id: 1", "id: 2"]
+    # ts_ns is when the proxy saw the bytes, not when the worker wrote them.
+    assert chunks[0]["ts_ns"] <= chunks[1]["ts_ns"] <= records[-1]["ts_ns"]
+    assert records[-1]["redacted"] == 3
+    assert records[0]["redaction"]["enabled"] is True
+
+
+def test_open_streams_are_ended_and_an_unclean_stop_leaves_no_capture_close(
+    tmp_path: Path,
+) -> None:
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN)
+    stream(client)
+    client._ship()
+    # The proxy dies: its end of the pipe closes without a goodbye.
+    client._wake.set()
+    client._sender.join(5)
+    client._pipe.close()
+    client._proc.wait(20)
+    records = read_records(tmp_path / "cap")
+    assert not [r for r in records if r["kind"] == "capture_close"]
+    (end,) = [r for r in records if r["kind"] == "stream_end"]
+    assert end["how"] == "open_at_shutdown"
+
+
+def test_a_full_queue_drops_and_counts(tmp_path: Path) -> None:
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN, queue_max=0)
+    stream(client)
+    client.count_error()
+    client.close()
+    close = read_records(tmp_path / "cap")[-1]
+    assert (close["kind"], close["seen"], close["dropped"], close["written"]) == (
+        "capture_close",
+        4,
+        4,
+        0,
+    )
+    assert close["addon_errors"] == 1
+
+
+def test_an_unusable_directory_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(CaptureError, match="cannot capture to"):
+        CaptureClient(blocker / "cap", open_fields=OPEN)
+
+
+def test_the_worker_ignores_signals_meant_for_the_proxy(tmp_path: Path) -> None:
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN)
+    os.kill(client._proc.pid, signal.SIGTERM)
+    os.kill(client._proc.pid, signal.SIGINT)
+    time.sleep(0.2)
+    stream(client)
+    client.close()
+    assert read_records(tmp_path / "cap")[-1]["kind"] == "capture_close"

@@ -1,0 +1,177 @@
+"""phantom-resume: a resume answered 200 with anything but the replay that was due."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from analyzer.detectors import run_detectors
+from analyzer.detectors.phantom_resume import DETECTOR
+from tests.support.records import Capture, event, req, res, sse, timeline_of
+
+VERSION = "2025-11-25"
+U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f47",
+     "0c8e5b7a-9d14-4e2f-b6a1-3f7c9e2d8b50", "d27f4a13-6c5e-4b98-a0e1-8b3c7d9f1e62",
+     "91b0e8d2-4a6f-4c37-9e15-2d8a6b4c0f73")  # fmt: skip
+TS = "15ebf62e-07b4-4391-a83e-033ef8d202cf_17500000001{:02d}_k{}x9q"  # TypeScript SDK shape
+
+
+def prime(i: str) -> str:
+    return event(id=i, data="")
+
+
+def progress(i: str, value: int) -> str:
+    return event(req("notifications/progress", progressToken="t1", progress=value), id=i)
+
+
+def note(i: str, text: str) -> str:
+    return event(req("notifications/message", level="info", data=text), id=i)
+
+
+def error(i: str) -> str:
+    return event({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "gone"}}, id=i)
+
+
+class Session:
+    """A sessioned (2025-11-25) client: initialize, streamed calls, resumes."""
+
+    def __init__(self, c: Capture, sid: str) -> None:
+        self.c, self.sid = c, sid
+        f = c.request(body=req("initialize", 0, protocolVersion=VERSION, clientInfo={"name": "t"}))
+        c.response(f, body=res(0, protocolVersion=VERSION), headers={"Mcp-Session-Id": sid})
+
+    def headers(self, **more: str) -> dict[str, str]:
+        return {"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": VERSION, **more}
+
+    def _stream(self, f: str, blocks: tuple[str, ...], end: str, replica: str, status: int) -> str:
+        self.c.response(f, status, sse=status == 200, replica=replica)
+        for n, block in enumerate(blocks):
+            self.c.chunk(f, sse(block), n=n)
+        self.c.end(f, end)
+        return f
+
+    def call(self, rid: int, *blocks: str, end: str = "client_closed") -> str:
+        body = req("tools/call", rid, name="report", arguments={}, _meta={"progressToken": "t1"})
+        return self._stream(
+            self.c.request(body=body, headers=self.headers()), blocks, end, "a", 200
+        )
+
+    def get(self, *blocks: str) -> str:
+        f = self.c.request("GET", headers=self.headers())
+        return self._stream(f, blocks, "client_closed", "a", 200)
+
+    def resume(self, cursor: str, *blocks: str, end: str = "complete", replica: str = "a",
+               status: int = 200) -> str:  # fmt: skip
+        f = self.c.request("GET", headers=self.headers(**{"Last-Event-ID": cursor}))
+        return self._stream(f, blocks, end, replica, status)
+
+
+def run(build: Callable[[Capture], None]) -> list[dict[str, Any]]:
+    c = Capture().open()
+    build(c)
+    return run_detectors(timeline_of(c), only=[DETECTOR.id]).to_dicts()
+
+
+# --- must flag --------------------------------------------------------------------------------
+
+
+def fresh_stream_under_the_old_cursor(c: Capture) -> None:
+    s = Session(c, "rr-1")
+    s.call(4, prime("e1"), progress("e2", 1), progress("e3", 2), progress("e4", 3))
+    s.resume("e2", prime("e1"), note("e2", "opened"), end="client_closed", replica="b")
+
+
+def only_a_new_priming_event(c: Capture) -> None:
+    s = Session(c, "3f2b9c4e1d7a4e8b")
+    s.call(7, prime(U[0]), progress(U[1], 1), progress(U[2], 2))
+    s.resume(U[1], prime(U[3]))
+
+
+def standalone_stream_answered_afresh(c: Capture) -> None:
+    s = Session(c, "7q2dUm9xWk4")
+    s.get(note(TS.format(1, 1), "a"), note(TS.format(2, 2), "b"))
+    s.resume(TS.format(1, 1), note(TS.format(5, 3), "c"), end="client_closed")
+
+
+FLAGGED = {
+    "fresh stream under the old cursor (replica b)": (
+        fresh_stream_under_the_old_cursor, ["e2", "e3", "e4", "e1"], ["4"]),
+    "only a new priming event": (only_a_new_priming_event, [U[1], U[2], U[3]], ["7"]),
+    "standalone GET stream answered afresh": (
+        standalone_stream_answered_afresh,
+        [TS.format(1, 1), TS.format(2, 2), TS.format(5, 3)], []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("build", "event_ids", "request_ids"), FLAGGED.values(),
+                         ids=FLAGGED.keys())  # fmt: skip
+def test_flags_a_resume_that_is_no_continuation(
+    build: Callable[[Capture], None], event_ids: list[str], request_ids: list[str]
+) -> None:
+    found = run(build)
+    assert len(found) == 1
+    assert found[0]["severity"] == "high"
+    assert found[0]["event_ids"] == event_ids
+    assert found[0]["request_ids"] == request_ids
+    assert "What to change" in found[0]["detail"]
+
+
+def test_detail_names_both_replicas() -> None:
+    detail = run(fresh_stream_under_the_old_cursor)[0]["detail"]
+    assert "issued by replica a" in detail and "answered 200 by replica b" in detail
+
+
+# --- must not flag ----------------------------------------------------------------------------
+
+
+def correct_replay_then_new_priming(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(2, prime("17"), progress("18", 1), progress("19", 2))
+    s.resume("18", progress("19", 2), event(res(2, content=[]), id="20"), prime("21"))
+
+
+def partial_replay(c: Capture) -> None:  # causal-gap's to judge
+    s = Session(c, "S1")
+    s.call(2, prime(U[0]), progress(U[1], 1), progress(U[2], 2), progress(U[3], 3))
+    s.resume(U[1], progress(U[2], 2), prime(U[4]))
+
+
+def answer_without_events(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
+    s.resume("e2")
+
+
+def cursor_refused_with_an_error(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
+    s.resume("e2", error("e9"))
+
+
+def nothing_was_due(c: Capture) -> None:  # polling: the cursor was the last event
+    s = Session(c, "S1")
+    s.call(2, prime("e1"), progress("e2", 1), end="complete")
+    s.resume("e2", progress("e3", 2), event(res(2, content=[]), id="e4"))
+
+
+def resume_answered_404(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
+    s.resume("e2", status=404)
+
+
+CLEAN = {
+    "correct replay, then a new priming event": correct_replay_then_new_priming,
+    "partial replay": partial_replay,
+    "answer without events": answer_without_events,
+    "cursor refused with an error": cursor_refused_with_an_error,
+    "nothing was due": nothing_was_due,
+    "resume answered 404": resume_answered_404,
+}
+
+
+@pytest.mark.parametrize("build", CLEAN.values(), ids=CLEAN.keys())
+def test_quiet_on_continuations(build: Callable[[Capture], None]) -> None:
+    assert run(build) == []
