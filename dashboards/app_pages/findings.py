@@ -6,7 +6,7 @@ import polars as pl
 import streamlit as st
 
 from analyzer.findings import Severity
-from dashboards import data, views
+from dashboards import charts, data, views
 
 path, sig = views.require_source()
 found = data.findings(path, sig)
@@ -33,13 +33,13 @@ if chosen_levels:
 if chosen_sessions:
     shown = shown.filter(pl.col("session").is_in(chosen_sessions))
 times = found["first_ts"].drop_nulls()
-if times.len() and times.min() != times.max():
+if times.len() and (times.max() - times.min()).total_seconds() >= 0.001:  # type: ignore[operator]
     low, high = st.slider(
         "First evidence between (UTC)",
         min_value=times.min(),
         max_value=times.max(),
         value=(times.min(), times.max()),
-        format="HH:mm:ss",
+        format="HH:mm:ss.SSS",
         key="f_time",
     )
     shown = shown.filter(pl.col("first_ts").is_null() | pl.col("first_ts").is_between(low, high))
@@ -108,11 +108,23 @@ with st.expander("Evidence ids", expanded=False):
     st.json({k: list(finding[k]) for k in ("flow_ids", "stream_ids", "event_ids", "request_ids")})
 
 
+lane_of: dict[str, str] = {}
+if finding["session"] is not None:
+    lanes = charts.lanes(data.session_view(path, sig, str(finding["session"])))
+    lane_of = dict(zip(lanes["stream_id"].to_list(), lanes["lane"].to_list(), strict=True))
+
+
+def lane(stream_id: object) -> str:
+    """The timeline's lane label of a stream ("S1 POST tools/call id 4 · replica-a")."""
+    return lane_of.get(str(stream_id), "no stream") if stream_id is not None else "no stream"
+
+
 def occurrence_label(row: dict[str, object]) -> str:
-    """Where an event was seen: stream, incarnation, replica, flow, time."""
+    """Where an event was seen: stream, incarnation, replica, time and flow."""
     return (
-        f"event {row['event_id']} · stream {row['stream_id']} incarnation {row['incarnation']} · "
-        f"replica {row['replica'] or 'unknown'} · flow {row['flow_id']} · {row['ts']}"
+        f"event {row['event_id']} on {lane(row['stream_id'])}\n"
+        f"incarnation {row['incarnation']} · replica {row['replica'] or 'unknown'} · "
+        f"{row['ts']:%H:%M:%S.%f} UTC\nflow {row['flow_id']}"
     )
 
 
@@ -121,7 +133,7 @@ def side_by_side(rows: list[dict[str, object]]) -> None:
     for start in range(0, len(rows), 3):
         chunk = rows[start : start + 3]
         for col, row in zip(st.columns(len(chunk)), chunk, strict=True):
-            with col:
+            with col, st.container(border=True):
                 st.text(occurrence_label(row))
                 if row["id_only"]:
                     st.text("(id-only priming event: no payload)")
@@ -150,10 +162,11 @@ if proof.calls.height:
     st.subheader("The calls" if proof.calls.height > 1 else "The call")
     calls = list(proof.calls.iter_rows(named=True))
     for col, call in zip(st.columns(len(calls[:3])), calls[:3], strict=True):
-        with col:
+        with col, st.container(border=True):
             st.text(
-                f"request {call['request_id']} · tools/call {call['tool_name']} · "
-                f"replica {call['replica'] or 'unknown'} · flow {call['flow_id']} · {call['ts']}"
+                f"request {call['request_id']}: tools/call {call['tool_name']}\n"
+                f"on {lane(call['stream_id'])} · {call['ts']:%H:%M:%S.%f} UTC\n"
+                f"flow {call['flow_id']}"
             )
             st.json(
                 {
@@ -177,18 +190,35 @@ if proof.between.height:
         else "What happened from the first to the last evidence"
     )
     st.subheader(title)
+    first = proof.between["ts"].min()
     st.dataframe(
-        proof.between,
+        proof.between.select(
+            ((pl.col("ts") - first).dt.total_microseconds() / 1000).alias("+ms"),
+            "what",
+            pl.col("stream_id")
+            .map_elements(lane, return_dtype=pl.String)
+            .fill_null("no stream")
+            .alias("stream"),
+            "incarnation",
+            "replica",
+            "event_id",
+            "rpc_id",
+            "detail",
+            "flow_id",
+        ),
         hide_index=True,
         key="between",
-        column_config={"ts": st.column_config.DatetimeColumn("UTC", format="HH:mm:ss.SSSSSS")},
+        column_config={"+ms": st.column_config.NumberColumn(format="%.3f")},
     )
 
 if proof.incarnations.height:
     st.subheader("Incarnation chain of the named streams")
     st.dataframe(
         proof.incarnations.select(
-            "stream_id",
+            pl.col("stream_id")
+            .map_elements(lane, return_dtype=pl.String)
+            .fill_null("no stream")
+            .alias("stream"),
             "incarnation",
             "cursor",
             "replica",

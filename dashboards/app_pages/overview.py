@@ -64,8 +64,8 @@ if found.height:
         alt.Chart(by_detector)
         .mark_bar()
         .encode(
-            x=alt.X("sum(findings):Q", title="findings"),
-            y=alt.Y("detector:N", sort="-x", title=None),
+            x=alt.X("sum(findings):Q", title="findings", axis=alt.Axis(tickMinStep=1, format="d")),
+            y=alt.Y("detector:N", sort="-x", title=None, axis=alt.Axis(labelLimit=240)),
             color=alt.Color(
                 "severity:N",
                 scale=alt.Scale(
@@ -75,7 +75,7 @@ if found.height:
             ),
             tooltip=["detector:N", "severity:N", "findings:Q"],
         )
-        .properties(height=max(120, 36 * table.height))
+        .properties(height=34 * table.height + 60)
     )
     right.altair_chart(chart, key="by_detector_chart")
 else:

@@ -17,7 +17,7 @@ from analyzer.cli import UsageError
 from analyzer.findings import Severity, empty_findings
 from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
-from analyzer.schema import EXCHANGES, RESUMPTIONS, SESSIONS, STREAMS, TOOL_CALLS
+from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -104,13 +104,15 @@ def fake_timeline(path: Path) -> Any:
         "input": 0,
         "end_how": "open_at_shutdown",
     }
+    empty = {name: frame(schema) for name, schema in TIMELINE_FRAMES.items()}
     return SimpleNamespace(
-        inputs=(Input(str(path)),),
-        exchanges=frame(EXCHANGES, flow),
-        sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
-        streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
-        resumptions=frame(RESUMPTIONS),
-        tool_calls=frame(TOOL_CALLS),
+        **empty
+        | dict(
+            inputs=(Input(str(path)),),
+            exchanges=frame(EXCHANGES, flow),
+            sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
+            streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
+        )
     )
 
 

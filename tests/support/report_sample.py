@@ -25,7 +25,11 @@ DUPLICATE = Detector(
     _nothing,
 )
 GAP = Detector("causal-gap", Severity.HIGH, "Messages lost at the end of a chain.", _nothing)
-BUILTIN = tuple(sorted(DETECTORS, key=lambda d: d.id))
+BUILTIN = tuple(
+    sorted(
+        (d for d in DETECTORS if d.id in ("analysis-error", "capture-health")), key=lambda d: d.id
+    )
+)
 RAN = tuple(sorted((*BUILTIN, DUPLICATE, GAP), key=lambda d: d.id))
 
 ROWS: list[dict[str, object]] = [
