@@ -39,8 +39,8 @@ def _phase(name: str, path: Path) -> dict[str, float]:
         assert ingested.inputs[0].cached, "run the parse phase first"
         timeline = build_timeline(RawTables.from_ingested(ingested), ingested.inputs)
         per_session = [
-            timeline.sse_events.group_by("session_id").agg(
-                pl.len(), pl.col("event_id").n_unique(), pl.col("payload_hash").n_unique()
+            timeline.sse_events.group_by("session_id", "stream_id").agg(
+                pl.len(), pl.col("ts").max(), pl.col("stream_pos").max()
             ),
             timeline.messages.group_by("session_id", "kind").agg(pl.len()),
         ]
@@ -50,7 +50,8 @@ def _phase(name: str, path: Path) -> dict[str, float]:
         directory = read_inputs([path]).directories[0]
         assert directory is not None
         scan = pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
-        events = scan.select(pl.len(), pl.col("event_id").n_unique()).collect().item(0, 0)
+        events = scan.group_by("flow_id").agg(pl.len(), pl.col("ts").max()).collect()
+        events = int(events["len"].sum())
     wall = time.perf_counter() - start
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -319,8 +319,19 @@ def timeline_chart(
         set(points["lane"].to_list()) | set(bars["lane"].to_list()),
         key=lambda lane: (lane == NO_STREAM, _lane_number(lane), lane),
     )
-    y = alt.Y("lane:N", sort=lane_order, title=None, axis=alt.Axis(labelLimit=360))
-    x = alt.X(f"{x_field}:Q", title=x_title, axis=alt.Axis(grid=False), scale=alt.Scale(padding=16))
+    y = alt.Y("lane:N", sort=lane_order, title=None, axis=alt.Axis(labelLimit=320))
+    stops = pl.concat(
+        [f[c] for f in (points, bars, ends) for c in (x_field, x2_field) if c in f.columns]
+    ).drop_nulls()
+    lo, hi = (float(stops.min()), float(stops.max())) if len(stops) else (0.0, 1.0)  # type: ignore[arg-type]
+    pad = max((hi - lo) * 0.02, 0.5 if spacing != "time" else 0.01)
+    x = alt.X(
+        f"{x_field}:Q",
+        title=x_title,
+        axis=alt.Axis(grid=False),
+        # A little room either side, so the first and last marks are not cut by the edge.
+        scale=alt.Scale(domain=[lo - pad, hi + pad], nice=False, zero=False),
+    )
     zoom = alt.selection_interval(bind="scales", encodings=["x"], name="zoom")
     pick = alt.selection_point(name="pick", fields=["key"])
 

@@ -2,8 +2,8 @@
 
 Flags a `tools/call` repeating one of the same client (in its session or its next one: same
 client ip and clientInfo) to the same server: same tool, same RFC 8785 canonical `arguments`,
-same or new id. High when the first call's exchange broke, got a 404 or no HTTP response and its
-result had not arrived on a resume (a retry after loss: the tool may have run twice); medium
+same or new id. High when the first call's exchange broke, got a 404, no HTTP response or a 202,
+and no result had arrived before the repeat (a retry after loss: it may have run twice); medium
 otherwise, and at most for a tool no captured `tools/list` names (hints unknown). A tool listed
 without annotations is side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
 legs (`inputResponses` / `requestState`, or a predecessor that returned InputRequiredResult);
@@ -56,7 +56,8 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
         )
     )
     p = {c: pl.col(f"prev_{c}") for c in _PREV}
-    lost = p["first_outcome"].is_in(("broken", "404", "no_response")) & ~(
+    # "accepted": a 202 whose result was due on another stream (legacy SSE, a GET stream).
+    lost = p["first_outcome"].is_in(("broken", "404", "no_response", "accepted")) & ~(
         p["result_delivered"] & (p["result_ts"] <= pl.col("ts"))
     ).fill_null(False)
     listed, idempotent = pl.col("tool_listed"), pl.col("idempotent_hint").fill_null(False)

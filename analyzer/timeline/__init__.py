@@ -104,7 +104,10 @@ def build_timeline(
     keyed = raw.flows.pipe(key_flows)
     if materialize:
         keyed = keyed.collect().lazy()
-    resolved = resolve_cursors(keyed, issued_cursors(raw.events, keyed))
+    issued = issued_cursors(raw.events, keyed)
+    if materialize:
+        issued = issued.collect(engine="streaming").lazy()
+    resolved = resolve_cursors(keyed, issued)
     if materialize:
         resolved = resolved.collect().lazy()
     placed = stream_map(keyed, resolved)
@@ -113,7 +116,7 @@ def build_timeline(
     message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
     delivered = delivered_responses(placed, keyed, message_frame)
     if materialize:
-        delivered = delivered.collect().lazy()
+        delivered = delivered.collect(engine="streaming").lazy()
     timeline = Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
         sse_events=raw.events.pipe(sse_events, keyed=keyed, streams_of_flows=placed),

@@ -40,10 +40,20 @@ _STREAM_MAP = pl.Schema(
 
 
 def issued_cursors(events: pl.LazyFrame, keyed: pl.LazyFrame) -> pl.LazyFrame:
-    """Every non-empty event id the server sent, with where and when (in its session)."""
+    """The event ids the server sent that some request carried back, where and when.
+
+    Only ids equal to a captured Last-Event-ID matter for resolution; filtering on them first
+    keeps this a streaming pass over the events instead of a table of every id.
+    """
+    cursors = (
+        keyed.filter(pl.col("last_event_id").is_not_null())
+        .select(pl.col("last_event_id").alias("event_id"))
+        .unique()
+    )
     return (
         events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
         .select("flow_id", "ordinal", "ts", "seq", "event_id", "id_only", "payload_seen")
+        .join(cursors, on="event_id", how="semi")
         .join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
     )
 

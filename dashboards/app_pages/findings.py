@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 import streamlit as st
 
@@ -39,6 +41,7 @@ if times.len() and (times.max() - times.min()).total_seconds() >= 0.001:  # type
         min_value=times.min(),
         max_value=times.max(),
         value=(times.min(), times.max()),
+        step=timedelta(milliseconds=1),
         format="HH:mm:ss.SSS",
         key="f_time",
     )

@@ -125,6 +125,32 @@ def no_http_response_then_reissued(c: Capture) -> None:
     _call(c, "S1", "b", fate="sse", ids=("e1", "e2", "e3"))
 
 
+def _legacy(c: Capture, *, answered: bool) -> None:
+    """2024-11-05 HTTP+SSE: POSTs answered 202, results due on the GET /sse stream."""
+    s = c.request("GET", "/sse")
+    c.response(s, sse=True)
+    c.chunk(s, sse(event("/messages/?session_id=L", event="endpoint")), n=0)
+    post = "/messages/?session_id=L"
+    listing = c.request(path=post, body=req("tools/list", 1))
+    c.response(listing, 202)
+    c.chunk(s, sse(event(res(1, tools=TOOLS))), n=1)
+    first = c.request(path=post, body=req("tools/call", 2, name="charge", arguments=CARD))
+    c.response(first, 202)
+    if answered:
+        c.chunk(s, sse(event(res(2, content=[]))), n=2)
+    again = c.request(path=post, body=req("tools/call", 3, name="charge", arguments=CARD))
+    c.response(again, 202)
+    c.chunk(s, sse(event(res(3, content=[]))), n=3)
+
+
+def legacy_result_never_came(c: Capture) -> None:
+    _legacy(c, answered=False)
+
+
+def legacy_result_came(c: Capture) -> None:
+    _legacy(c, answered=True)
+
+
 def delivered_then_repeated(c: Capture) -> None:
     _init(c, "S1")
     _call(c, "S1", 1, fate="sse", ids=("e1", "e2", "e3"))
@@ -174,6 +200,8 @@ CASES: dict[str, tuple[Callable[[Capture], None], list[tuple[str, list[str], str
         no_http_response_then_reissued,
         [("high", ['"a"', '"b"'], "mcp:S1")],
     ),
+    "legacy 202, result never came": (legacy_result_never_came, [("high", ["2", "3"], "legacy:L")]),
+    "legacy 202, result came": (legacy_result_came, [("medium", ["2", "3"], "legacy:L")]),
     "delivered, then repeated": (delivered_then_repeated, [("medium", ["1", "2"], "mcp:S1")]),
     "result replayed before the repeat": (
         result_arrived_on_resume_before_repeat,
