@@ -335,3 +335,21 @@ def test_capture_files_are_owner_only(tmp_path: Path) -> None:
     assert all(f.name.endswith(".jsonl") for f in files)
     first = json.loads(files[0].read_text().splitlines()[0])
     assert first["kind"] == "capture_open" and first["redaction"]["enabled"] is True
+
+
+def test_a_stream_open_at_shutdown_is_recorded_as_such(tmp_path: Path) -> None:
+    parts = events(5)
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        origin.scripts["/mcp"] = Script(headers=SSE, writes=parts, paced=True)
+        with httpx.Client(timeout=10) as client, client.stream("GET", proxy.url + "/mcp") as r:
+            reader = Reader(r)
+            reader.until(parts[0])
+            origin.step()
+            reader.until(b"".join(parts[:2]))
+            proxy.stop()  # SIGTERM while the stream is open
+    records = read_records(tmp_path / "cap")
+    (end,) = of_kind(records, "stream_end")
+    assert end["how"] == "open_at_shutdown"
+    assert records[-1]["kind"] == "capture_close"
+    recorded = b"".join(body(c) for c in of_kind(records, "chunk"))
+    assert recorded == b"".join(parts[:2])
