@@ -9,7 +9,8 @@ one by more than `progress_jump` times the token's step (all its increments with
 incarnation, when equal): the replay began after messages the client never saw, as an evicting
 buffer does (ids are opaque: the step comes from payloads, never from id arithmetic). Owed: the
 response to S's request never arrived, on any incarnation or anywhere in the session, and was
-not cancelled. High; info when S's last incarnation was still open at capture end.
+not cancelled (`subscriptions/listen` is never owed one). High; info when S's last incarnation
+was still open at capture end.
 Must not flag: a replay still in progress at a later incarnation (later incarnations count),
 2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`).
 What to change: keep a session-scoped authoritative event log that outlives connections,
@@ -63,7 +64,7 @@ def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
         .join(again.select("r_flow", "event_id"), on=["r_flow", "event_id"], how="anti")
         .join(again.select("r_flow", "payload_hash"), on=["r_flow", "payload_hash"], how="anti")
         .group_by("stream_id", "r_flow", "cursor", "cursor_flow_id", "r_replica", "r_ts")
-        .agg(pl.col("event_id").sort_by("stream_pos").alias("lost"))
+        .agg(pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("lost"))
     )
     text = pl.format(
         "After {} the stream had already carried {} message(s) ({}) that no "
@@ -169,6 +170,8 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
         tl.streams.filter(
             (pl.col("kind") == "post")
             & pl.col("request_id").is_not_null()
+            # A listen request's stream is answered only when the client ends it.
+            & (pl.col("request_method") != "subscriptions/listen").fill_null(True)
             & ~pl.col("response_delivered").fill_null(False)
         )
         .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")

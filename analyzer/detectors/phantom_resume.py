@@ -32,16 +32,9 @@ _HAS_ID: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume answered with anything but the replay that was due."""
-    events = timeline.sse_events.select(
-        "stream_id",
-        "flow_id",
-        "ts",
-        "incarnation",
-        "stream_pos",
-        "event_id",
-        "id_only",
-        "payload_hash",
-    )
+    columns = ("stream_id", "flow_id", "ts", "incarnation", "stream_pos", "event_id", "id_only",
+               "payload_hash")  # fmt: skip
+    events = timeline.sse_events.select(columns)
     cursor_at = events.group_by(
         pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
     ).agg(pl.col("stream_pos").max().alias("c_pos"))
@@ -87,11 +80,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     sent_text = (
         pl.when(pl.col("payloads") > 0)
-        .then(
-            pl.format(
-                "{} fresh message(s) and id(s) {}", "payloads", pl.col("sent").list.join(", ")
-            )
-        )
+        .then(pl.format("{} fresh message(s) (ids {})", "payloads", pl.col("sent").list.join(", ")))
         .otherwise(pl.format("only a new priming event ({})", pl.col("sent").list.join(", ")))
     )
     detail = pl.format(
@@ -122,7 +111,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     return (
         due.group_by("r_flow")
         .agg(
-            pl.col("event_id").sort_by("stream_pos").alias("due"),
+            pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("due"),
             pl.all().exclude("event_id").first(),
         )
         .join(came, on="r_flow", how="anti")

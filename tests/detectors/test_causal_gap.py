@@ -165,6 +165,13 @@ def uneven_progress_steps(c: Capture) -> None:
     s.resume("s1_4", progress("s1_9", 5000), result("s1_10", 5))
 
 
+def contiguous_replay_in_even_steps(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(5, prime("e1"), progress("e2", 0.1), progress("e3", 0.2), progress("e4", 0.3))
+    # The client resumes from an older cursor: the replay starts right after it.
+    s.resume("e3", progress("e4", 0.3), progress("e5", 0.4), progress("e6", 0.5), result("e7", 5))
+
+
 def cancelled_after_the_resume(c: Capture) -> None:
     s = Session(c, "S1")
     s.call(5, prime("e1"), progress("e2", 1))
@@ -193,6 +200,7 @@ CLEAN = {
     "correct replay, then a new priming event": correct_replay_then_new_priming,
     "replay finished at a later incarnation": replay_finished_at_a_later_incarnation,
     "uneven progress steps": uneven_progress_steps,
+    "contiguous replay in even steps": contiguous_replay_in_even_steps,
     "client cancelled the request": cancelled_after_the_resume,
     "never resumed (lost-response, not a gap)": never_resumed,
     "2026: closed streams re-issued": sessionless_stream_closed_then_reissued,
