@@ -5,7 +5,8 @@
 Realistic cardinalities, not realistic faults: many sessions (one per ~400 events), each with an
 initialize, tools/list, a standalone GET stream of notifications, and tools/call POST streams
 of progress notifications ending in their result; one call stream in eight breaks and is
-resumed by a GET carrying Last-Event-ID that replays the tail. Payloads differ event to event
+resumed by a GET carrying Last-Event-ID that correctly replays what the client missed (same id,
+same payload) and goes on. Payloads differ event to event
 (progress counters, timestamps), as they do on the wire. Files rotate every `--rotate` records.
 """
 
@@ -113,13 +114,19 @@ def _session(w: _Writer, client: str, count: int) -> None:
             body=_body(msg) if msg else None,
         )
 
-    def event(f: str, n: int, data: dict[str, Any] | None) -> str:
+    sent: dict[str, str] = {}  # event id -> its block, for replays
+
+    def event(f: str, n: int, data: dict[str, Any] | None, *, replay: str | None = None) -> str:
         nonlocal counter
-        counter += 1
-        eid = f"{f[:8]}_{counter}"
-        text = f"id: {eid}\n" + (
-            f"data: {json.dumps(data, separators=(',', ':'))}\n\n" if data else "data: \n\n"
-        )
+        if replay is not None:
+            eid, text = replay, sent[replay]  # a correct replay: same id, same payload
+        else:
+            counter += 1
+            eid = f"{f[:8]}_{counter}"
+            text = f"id: {eid}\n" + (
+                f"data: {json.dumps(data, separators=(',', ':'))}\n\n" if data else "data: \n\n"
+            )
+            sent[eid] = text
         w.record("chunk", flow=f, n=n, content_encoding=None, data={"text": text})
         w.events += 1
         return eid
@@ -252,22 +259,9 @@ def _session(w: _Writer, client: str, count: int) -> None:
             r = flow()
             request(r, "GET", None, **{**hs, "last-event-id": ids[-2]})
             response(r, 200, **{"content-type": "text/event-stream"})
-            k = 0
-            event(
-                r,
-                k,
-                {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/progress",
-                    "params": {
-                        "progressToken": rid,
-                        "progress": cut - 1,
-                        "total": steps,
-                        "message": "replay",
-                    },
-                },
-            )
-            k += 1
+            # The client saw up to ids[-2]: the server replays the last event, then goes on.
+            event(r, 0, None, replay=ids[-1])
+            k = 1
             for j in range(cut, steps):
                 event(
                     r,

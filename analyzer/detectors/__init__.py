@@ -112,9 +112,17 @@ import analyzer.detectors.capture_health as capture_health  # noqa: E402
 import analyzer.detectors.causal_gap as causal_gap  # noqa: E402
 import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
 import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
+import analyzer.detectors.cross_stream_replay as cross_stream_replay  # noqa: E402
 import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
+import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
+import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
+import analyzer.detectors.lost_response as lost_response  # noqa: E402
 import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
 import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
+import analyzer.detectors.response_on_get_stream as response_on_get_stream  # noqa: E402
+import analyzer.detectors.resume_after_termination as resume_after_termination  # noqa: E402
+import analyzer.detectors.resume_loop as resume_loop  # noqa: E402
+import analyzer.detectors.retry_violation as retry_violation  # noqa: E402
 import analyzer.detectors.stale_cursor as stale_cursor  # noqa: E402
 import analyzer.detectors.superseded_stream as superseded_stream  # noqa: E402
 
@@ -131,6 +139,14 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     stale_cursor.DETECTOR,
     superseded_stream.DETECTOR,
     repeated_tool_call.DETECTOR,
+    retry_violation.DETECTOR,
+    resume_after_termination.DETECTOR,
+    resume_loop.DETECTOR,
+    header_mismatch.DETECTOR,
+    cross_stream_replay.DETECTOR,
+    duplicate_response.DETECTOR,
+    lost_response.DETECTOR,
+    response_on_get_stream.DETECTOR,
 )
 
 

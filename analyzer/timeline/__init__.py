@@ -2,10 +2,11 @@
 
 Every stage is a `LazyFrame -> LazyFrame` function (`keys`, `streams`, `exchanges`,
 `resumptions`, `tool_calls`, `sessions`). `build_timeline` chains them over the normalized
-tables; it collects once, at this edge, the small flow-level spine every frame shares (session
-keys, cursor resolution, the flow → stream map: one row per flow), so detectors that each
-collect a frame do not redo it. The record-level frames (`sse_events`, `messages`) stay lazy
-scans of the Parquet tables joined to that spine.
+tables; it collects once, at this edge, the flow-level spine every frame shares (session keys,
+cursor resolution, the flow → stream map) and the small frames (streams, incarnations,
+resumptions, tool_calls, sessions), so detectors that each collect a frame do not redo them.
+`exchanges` (wide), `sse_events` and `messages` stay lazy scans of the Parquet tables joined to
+that spine: a detector reads only the columns and rows it asks for.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
 from analyzer.timeline.exchanges import exchanges, messages, sse_events
-from analyzer.timeline.keys import key_flows
+from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
 from analyzer.timeline.streams import (
@@ -34,6 +35,34 @@ from analyzer.timeline.streams import (
 from analyzer.timeline.tool_calls import tool_calls
 
 __all__ = ["RawTables", "Timeline", "build_timeline", "load_timeline"]
+
+# The flow columns the stages after `key_flows` read (all of them but `exchanges`).
+_SPINE = [
+    "flow_id",
+    *KEY_COLUMNS,
+    "req_seq",
+    "method",
+    "authority",
+    "path",
+    "client_ip",
+    "client_value",
+    "last_event_id",
+    "mcp_session_id",
+    "rpc_id",
+    "rpc_method",
+    "initialize",
+    "rpc_client_info",
+    "resp_ts",
+    "status",
+    "replica",
+    "end_ts",
+    "end_how",
+    "events",
+    "payload_events",
+    "first_cursor",
+    "last_cursor",
+    "last_retry_ms",
+]
 
 
 @dataclass(frozen=True)
@@ -102,11 +131,17 @@ def build_timeline(
     every frame is a pure lazy plan (each collect recomputes the spine: fine for tests).
     """
     keyed = raw.flows.pipe(key_flows)
+    wide = keyed
     if materialize:
-        keyed = keyed.collect().lazy()
-    issued = issued_cursors(raw.events, keyed)
+        # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
+        # and let `exchanges` take the rest from the Parquet scan when it is collected.
+        keyed = keyed.select(_SPINE).collect().lazy()
+        wide = raw.flows.join(keyed.select("flow_id", *KEY_COLUMNS), on="flow_id", how="left")
     if materialize:
-        issued = issued.collect(engine="streaming").lazy()
+        sent = keyed.select(pl.col("last_event_id").drop_nulls().unique()).collect()
+        issued = issued_cursors(raw.events, keyed, sent.to_series()).collect().lazy()
+    else:
+        issued = issued_cursors(raw.events, keyed)
     resolved = resolve_cursors(keyed, issued)
     if materialize:
         resolved = resolved.collect().lazy()
@@ -116,9 +151,9 @@ def build_timeline(
     message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
     delivered = delivered_responses(placed, keyed, message_frame)
     if materialize:
-        delivered = delivered.collect(engine="streaming").lazy()
+        delivered = delivered.collect().lazy()
     timeline = Timeline(
-        exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
+        exchanges=wide.pipe(exchanges, streams_of_flows=placed),
         sse_events=raw.events.pipe(sse_events, keyed=keyed, streams_of_flows=placed),
         messages=message_frame,
         streams=placed.pipe(streams, keyed=keyed, delivered=delivered),
@@ -134,8 +169,9 @@ def build_timeline(
         inputs=tuple(inputs),
     )
     if materialize:
-        # The flow-level frames are small: collect them together (shared subplans once).
-        small = ("exchanges", "streams", "incarnations", "resumptions", "tool_calls", "sessions")
+        # Collected together (shared subplans once); `exchanges` stays a scan (it is wide, and
+        # detectors read a few of its columns).
+        small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions")
         collected = pl.collect_all([getattr(timeline, name) for name in small])
         timeline = Timeline(
             **{

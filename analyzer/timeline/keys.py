@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["FLOW_TS", "LEGACY_ERA", "SESSIONLESS_FROM", "key_flows"]
+__all__ = ["FLOW_TS", "KEY_COLUMNS", "LEGACY_ERA", "SESSIONLESS_FROM", "key_flows"]
+
+KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era")
+"""The columns `key_flows` adds to the flows."""
 
 LEGACY_ERA = "2024-11-05"
 SESSIONLESS_FROM = "2026-"

@@ -39,23 +39,28 @@ _STREAM_MAP = pl.Schema(
 )
 
 
-def issued_cursors(events: pl.LazyFrame, keyed: pl.LazyFrame) -> pl.LazyFrame:
+def issued_cursors(
+    events: pl.LazyFrame, keyed: pl.LazyFrame, cursors: pl.Series | None = None
+) -> pl.LazyFrame:
     """The event ids the server sent that some request carried back, where and when.
 
-    Only ids equal to a captured Last-Event-ID matter for resolution; filtering on them first
-    keeps this a streaming pass over the events instead of a table of every id.
+    Only ids equal to a captured Last-Event-ID matter for resolution. Given those `cursors`
+    (a caller that has the flows in memory knows them), the filter goes down into the Parquet
+    scan; else a semi-join finds them.
     """
-    cursors = (
-        keyed.filter(pl.col("last_event_id").is_not_null())
-        .select(pl.col("last_event_id").alias("event_id"))
-        .unique()
-    )
-    return (
-        events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
-        .select("flow_id", "ordinal", "ts", "seq", "event_id", "id_only", "payload_seen")
-        .join(cursors, on="event_id", how="semi")
-        .join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
-    )
+    issued = events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
+    if cursors is not None:
+        issued = issued.filter(pl.col("event_id").is_in(cursors.implode()))
+    else:
+        sent = (
+            keyed.filter(pl.col("last_event_id").is_not_null())
+            .select(pl.col("last_event_id").alias("event_id"))
+            .unique()
+        )
+        issued = issued.join(sent, on="event_id", how="semi")
+    return issued.select(
+        "flow_id", "ordinal", "ts", "seq", "event_id", "id_only", "payload_seen"
+    ).join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
 
 
 def _latest_before(candidates: pl.LazyFrame, prefix: str) -> pl.LazyFrame:

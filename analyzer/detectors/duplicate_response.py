@@ -1,0 +1,138 @@
+"""One request answered twice with different results, or one message sent on two logical streams.
+
+Answered twice: the server's responses (results or errors) to one client request id of a session
+differ in payload (canonical JSON): the client keeps whichever came first, and the request may
+have run twice. In 2026-07-28 traffic a response belongs to the exchange that carried it, so the
+key there is (stream or exchange, id). Sent twice: one response (same id and payload) or one
+event (same event id and payload) freshly sent, not replayed, on two logical streams: the server
+"MUST NOT send a message on more than one stream". High.
+Must not flag: a correct replay of stream S on a GET incarnation of S (same stream), identical
+re-deliveries of a response, id-only priming events, replays on a resume of another stream
+(`cross-stream-replay`), equal notification payloads under fresh event ids.
+What to change: send each response once, on the stream of the request's POST; make side
+effects idempotent (idempotency keys) so a retried request cannot produce a second result.
+"""
+
+# Longer than the 80 lines of STYLE.md item 8: two kinds of duplicate (different results, one
+# message on two streams, by request id and by event id) share one evidence shape.
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
+    pl.col("era") >= "2026-"
+)
+_FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
+
+
+def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
+    """Per-group aggregations shared by both kinds of duplicate."""
+    return [
+        pl.col("era").first(),
+        key.first().alias("key"),
+        texts.alias("what"),
+        pl.col("flow_id").sort_by("ts", "seq").unique(maintain_order=True).alias("flow_ids"),
+        pl.col("stream_id")
+        .sort_by("ts", "seq")
+        .drop_nulls()
+        .unique(maintain_order=True)
+        .alias("stream_ids"),
+        pl.col("event_id")
+        .sort_by("ts", "seq")
+        .drop_nulls()
+        .unique(maintain_order=True)
+        .alias("event_ids"),
+        pl.col("ts").min().alias("first_ts"),
+        pl.col("ts").max().alias("last_ts"),
+    ]
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per request id answered differently, or per message sent on two streams."""
+    sent = timeline.messages.filter(pl.col("direction") == "s2c").with_columns(
+        pl.coalesce("stream_id", "flow_id").alias("carrier")
+    )
+    sent = sent.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left")
+    responses = sent.filter(
+        pl.col("kind").is_in(["response", "error"]) & pl.col("rpc_id").is_not_null()
+    ).with_columns(
+        pl.when(_SESSIONLESS.fill_null(False))
+        .then(pl.format("{}/{}", "carrier", "rpc_id"))
+        .otherwise("rpc_id")
+        .alias("rkey")
+    )
+    differ = (
+        responses.group_by("session_id", "rkey")
+        .agg(*_evidence(pl.col("rpc_id"), pl.col("payload_hash").n_unique()))
+        .filter(pl.col("what") > 1)
+        .with_columns(
+            pl.format("{} different responses to request {}", "what", "key").alias("what"),
+            pl.concat_list("key").alias("request_ids"),
+        )
+    )
+    streams = pl.col("carrier").n_unique()
+    twice_resp = (
+        responses.filter(_FRESH)
+        .group_by("session_id", "rkey", "payload_hash")
+        .agg(*_evidence(pl.col("rpc_id"), streams))
+        .filter(pl.col("what") > 1)
+        .with_columns(
+            pl.format("the response to request {} sent on {} logical streams", "key", "what")
+            .alias("what"),
+            pl.concat_list("key").alias("request_ids"),
+        )
+    )  # fmt: skip
+    twice_event = (
+        sent.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
+        .group_by("session_id", "event_id", "payload_hash")
+        .agg(*_evidence(pl.col("event_id"), streams))
+        .filter(pl.col("what") > 1)
+        .with_columns(
+            pl.format("event {} sent on {} logical streams", "key", "what").alias("what"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("request_ids"),
+        )
+        # A response sent twice is already reported by its request id.
+        .join(twice_resp.select("session_id", pl.col("event_ids").list.first().alias("event_id")),
+              on=["session_id", "event_id"], how="anti")
+    )  # fmt: skip
+    columns = ("session_id", "era", "what", "flow_ids", "stream_ids", "event_ids",
+               "request_ids", "first_ts", "last_ts")  # fmt: skip
+    found = pl.concat([f.select(columns) for f in (differ, twice_resp, twice_event)])
+    return found.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format("Duplicate response: {}", "what").alias("title"),
+        pl.format(
+            "Session {}: {} (streams {}; flows {}; event ids {}). A request must be "
+            "answered once, and a message sent on one stream only: the client keeps whichever "
+            "copy comes first and the request may have executed twice. What to change: send each "
+            "response once, on its request's POST stream (replay it only on incarnations of that "
+            "stream), and make side effects idempotent (idempotency keys) so a retried request "
+            "cannot produce a second, different result.",
+            "session_id",
+            "what",
+            pl.col("stream_ids").list.join(", ").replace("", "none"),
+            pl.col("flow_ids").list.join(", "),
+            pl.col("event_ids").list.join(", "),
+        ).alias("detail"),
+        "flow_ids",
+        "stream_ids",
+        "event_ids",
+        "request_ids",
+        "first_ts",
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="duplicate-response", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

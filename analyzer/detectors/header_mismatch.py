@@ -1,0 +1,177 @@
+"""2026-07-28 `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers disagreeing with the body, accepted.
+
+In the 2026-07-28 era the request headers mirror the JSON-RPC body so that intermediaries can
+route on them: `Mcp-Method` is `method`, `Mcp-Name` is `params.name` (`tools/call`,
+`prompts/get`) or `params.uri` (`resources/read`), and `Mcp-Param-<token>` is the argument whose
+input-schema property carries `x-mcp-header: <token>` (from a captured `tools/list`). A server
+MUST reject a mismatch; flagged is one it answered 2xx (medium: a gateway routed, authorized or
+rate-limited on a value the server did not execute). Values are compared after decoding the
+`=?base64?...?=` sentinel, so base64-wrapped values that decode equal are not flagged; integer
+arguments compare numerically; a header whose body value is absent is not judged, nor an
+`Mcp-Param-*` header of a tool whose schema was not captured. What to change: servers validate
+the headers against the body and answer 400 (HEADER_MISMATCH); clients build them from the body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+_SENTINEL: Final = r"^=\?base64\?(.*)\?=$"
+_PARAM: Final = "mcp-param-"
+
+
+def _annotated(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(lowercased token, property path) of each `x-mcp-header` on a pure `properties` chain."""
+    if not isinstance(schema, dict):
+        return
+    token = schema.get("x-mcp-header")
+    if path and isinstance(token, str):
+        yield token.lower(), path
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, sub in properties.items():
+            yield from _annotated(sub, (*path, str(name)))
+
+
+def _param_paths(timeline: Timeline) -> pl.DataFrame:
+    """tool, token -> JSONPath of the argument, from captured tools/list results.
+
+    A Python walk over the few tools/list payloads that declare headers, not over traffic rows.
+    """
+    found: dict[tuple[str, str], str] = {}
+    texts = timeline.payloads.filter(
+        ~pl.col("base64") & pl.col("text").str.contains("x-mcp-header", literal=True)
+    ).collect()
+    for text in texts["text"]:
+        try:
+            tools = json.loads(text).get("result", {}).get("tools", [])
+        except (ValueError, AttributeError):
+            continue
+        for tool in tools if isinstance(tools, list) else []:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                for token, path in _annotated(tool.get("inputSchema")):
+                    keys = "".join(f"[{json.dumps(key)}]" for key in path)
+                    found[(tool["name"], token)] = f"$.params.arguments{keys}"
+    return pl.DataFrame(
+        [(tool, token, path) for (tool, token), path in found.items()],
+        schema={"_tool": pl.String, "_token": pl.String, "_path": pl.String},
+        orient="row",
+    )
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per session and header name whose value disagreed with an accepted body."""
+    body = pl.col("text")
+    method = body.str.json_path_match("$.method")
+    tool = body.str.json_path_match("$.params.name")
+    headers = (
+        timeline.exchanges.filter(
+            pl.col("status").is_between(200, 299) & (pl.col("mcp_headers").list.len() > 0)
+        )
+        .select(
+            "session_id",
+            "ts",
+            "seq",
+            "flow_id",
+            "era",
+            "rpc_id",
+            "request_body_hash",
+            "mcp_headers",
+        )
+        .explode("mcp_headers")
+        .unnest("mcp_headers")
+        .with_columns(pl.col("name").str.to_lowercase())
+        .join(timeline.payloads, left_on="request_body_hash", right_on="data_hash")
+        .filter(~pl.col("base64"))
+        .with_columns(
+            method.alias("_method"),
+            tool.alias("_tool"),
+            pl.col("name").str.strip_prefix(_PARAM).alias("_token"),
+        )
+    )
+    # One JSONPath per declared argument: a when/then over the few (tool, token) pairs.
+    paths = _param_paths(timeline)
+    param = pl.lit(None, pl.String)
+    for tool_name, token, path in paths.iter_rows():
+        param = (
+            pl.when((pl.col("_tool") == tool_name) & (pl.col("_token") == token))
+            .then(body.str.json_path_match(path))
+            .otherwise(param)
+        )
+    expected = (
+        pl.when(pl.col("name") == "mcp-method")
+        .then("_method")
+        .when(
+            (pl.col("name") == "mcp-name") & pl.col("_method").is_in(["tools/call", "prompts/get"])
+        )
+        .then("_tool")
+        .when((pl.col("name") == "mcp-name") & (pl.col("_method") == "resources/read"))
+        .then(body.str.json_path_match("$.params.uri"))
+        .when(pl.col("name").str.starts_with(_PARAM) & (pl.col("_method") == "tools/call"))
+        .then(param)
+    )
+    sentinel = pl.col("value").str.extract(_SENTINEL, 1)
+    decoded = (
+        pl.when(sentinel.is_not_null())
+        .then(sentinel.str.decode("base64", strict=False).cast(pl.String, strict=False))
+        .otherwise("value")
+    )
+    numbers_equal = pl.col("_decoded").cast(pl.Float64, strict=False) == pl.col("_expected").cast(
+        pl.Float64, strict=False
+    )
+    wrong = (
+        headers.with_columns(expected.alias("_expected"), decoded.alias("_decoded"))
+        .filter(pl.col("_expected").is_not_null())
+        .filter(
+            pl.col("_decoded").is_null()
+            | ((pl.col("_decoded") != pl.col("_expected")) & ~numbers_equal.fill_null(False))
+        )
+        .sort("ts", "seq")
+        .group_by("session_id", "name", maintain_order=True)
+        .agg(
+            pl.col("era").first(),
+            pl.col("flow_id").alias("flow_ids"),
+            pl.col("rpc_id").drop_nulls().unique(maintain_order=True).alias("request_ids"),
+            pl.format("{}: header {} != body {}", "flow_id", "value", "_expected").alias("_pairs"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+    )
+    return wrong.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format(
+            "{} disagrees with the body of {} accepted request(s)",
+            "name",
+            pl.col("flow_ids").list.len(),
+        ).alias("title"),
+        pl.format(
+            "Session {}: the server answered 2xx to request(s) whose {} header disagrees with the "
+            "JSON-RPC body (after base64-sentinel decoding): {}. Gateways route, authorize and "
+            "rate-limit on these headers, so the request was handled on a value the server did "
+            "not execute. Servers must validate the Mcp-* headers against the body and answer "
+            "400 (HEADER_MISMATCH); clients should build the headers from the body they send.",
+            "session_id",
+            "name",
+            pl.col("_pairs").list.join("; "),
+        ).alias("detail"),
+        "flow_ids",
+        "request_ids",
+        "first_ts",
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="header-mismatch", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

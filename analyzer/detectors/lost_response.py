@@ -1,0 +1,159 @@
+"""A client request whose response never reached the client, by the end of its chain or session.
+
+For every JSON-RPC request the client sent (batch members included) and the server accepted
+(2xx), the response (result or error) must arrive somewhere: on the request's own exchange, on
+any incarnation of the stream it opened, or, in the sessioned eras, anywhere later in its session
+(a 202-accepted request is answered on a GET stream). In 2026-07-28 traffic a response belongs to
+the exchange that carried it, so only the request's own stream counts there. High; info when the
+request's stream (or, for a request without one, a GET stream of its session) was still open at
+capture end, or its answer was not wholly captured (truncated or missing body, torn tail).
+Must not flag: requests the client cancelled (`notifications/cancelled`; in 2026-07-28 closing
+or breaking the request's stream is its cancellation, so only a stream the server completed
+without the response counts), `subscriptions/listen` (answered only when the client ends it),
+requests the server refused (non-2xx: the client knows), server-to-client requests.
+What to change: keep a session-scoped authoritative event log that outlives connections and
+replicas so a resume can replay the response, route resumes to the replica holding the stream,
+and never complete a request's stream without its response.
+"""
+
+# Longer than the 80 lines of STYLE.md item 8: what counts as answered differs by era, and the
+# detail must say where the chain ended and why a finding is only info.
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
+    pl.col("era") >= "2026-"
+)
+_OPEN: Final = pl.col("how").is_null() | (pl.col("how") == "open_at_shutdown")
+# The answer was not wholly captured: the response may be in the part we do not have.
+_UNSEEN: Final = (
+    pl.col("body_missing").fill_null(False)
+    | (pl.col("response_truncated_bytes").fill_null(0) > 0)
+    | (pl.col("tail_bytes").fill_null(0) > 0)
+).alias("unseen")
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per accepted client request that no response ever answered."""
+    msgs, ex = timeline.messages, timeline.exchanges
+    carrier = pl.coalesce("stream_id", "flow_id").alias("carrier")
+    answers = msgs.filter(
+        (pl.col("direction") == "s2c")
+        & pl.col("kind").is_in(["response", "error"])
+        & pl.col("rpc_id").is_not_null()
+    ).select("session_id", "rpc_id", pl.col("ts").alias("a_ts"), carrier.alias("a_carrier"))
+    cancels = msgs.filter(
+        (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
+    ).select("session_id", pl.col("cancel_id").alias("rpc_id"))
+    open_gets = (
+        timeline.streams.filter(
+            (pl.col("kind") == "get")
+            & (pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown"))
+        )
+        .select("session_id", pl.lit(True).alias("get_open"))
+        .unique()
+    )
+    requests = (
+        msgs.filter(
+            (pl.col("direction") == "c2s")
+            & (pl.col("kind") == "request")
+            & (pl.col("source") == "request_body")
+            & pl.col("rpc_id").is_not_null()
+            & (pl.col("method") != "subscriptions/listen").fill_null(True)
+        )
+        .select("session_id", "flow_id", "ts", "rpc_id", "method", "tool_name", carrier)
+        .join(ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id")
+        .filter(pl.col("status").is_between(200, 299).fill_null(False))
+        .join(
+            timeline.streams.select(
+                pl.col("stream_id").alias("carrier"), "incarnations", pl.col("last_end_how")
+            ),
+            on="carrier",
+            how="left",
+        )
+        .with_columns(pl.coalesce("last_end_how", "end_how").alias("how"))
+        .join(cancels, on=["session_id", "rpc_id"], how="anti")
+        .filter(~_SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
+    )
+    answered = (
+        requests.join(answers, on=["session_id", "rpc_id"])
+        .filter(
+            (pl.col("a_ts") >= pl.col("ts"))
+            & (~_SESSIONLESS.fill_null(False) | (pl.col("a_carrier") == pl.col("carrier")))
+        )
+        .select("flow_id", "rpc_id")
+    )
+    lost = (
+        requests.join(answered, on=["flow_id", "rpc_id"], how="anti")
+        .join(open_gets, on="session_id", how="left")
+        .with_columns(
+            pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
+            .then(pl.lit(" Its stream was still open at capture end: the response may yet come."))
+            .when("unseen")
+            .then(
+                pl.lit(
+                    " Part of its answer was not captured (a truncated or missing body, or "
+                    "a torn stream tail): the response may be there."
+                )
+            )
+            .otherwise(pl.lit(""))
+            .alias("note")
+        )
+    )
+    what = pl.format("{} {}", pl.col("method").fill_null("?"), pl.col("rpc_id"))
+    where = (
+        pl.when(pl.col("incarnations").is_not_null())
+        .then(pl.format("its stream {} ran {} incarnation(s), the last ending {}", "carrier",
+                        "incarnations", pl.col("how").cast(pl.String).fill_null("never")))
+        .otherwise(pl.format("its HTTP {} answer carried none", "status"))
+    )  # fmt: skip
+    return lost.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.when(pl.col("note") != "")
+        .then(pl.lit(Severity.INFO.value))
+        .otherwise(pl.lit(Severity.HIGH.value))
+        .alias("severity"),
+        pl.format("No response to {}", what).alias("title"),
+        pl.format(
+            "Session {}: the client's request {}{} (flow {}, replica {}) was accepted, but no "
+            "response to it reached the client by the end of its incarnation chain or its "
+            "session ({}), and the client never cancelled it.{} What to change: keep a "
+            "session-scoped authoritative event log that outlives connections and replicas so "
+            "a resume replays the response, route resumes to the replica holding the "
+            "stream (sticky routing on Mcp-Session-Id), and never end a request's stream "
+            "before its response.",
+            "session_id",
+            what,
+            pl.when(pl.col("tool_name").is_not_null())
+            .then(pl.format(" (tool {})", "tool_name"))
+            .otherwise(pl.lit("")),
+            "flow_id",
+            pl.col("replica").fill_null("unknown"),
+            where,
+            "note",
+        ).alias("detail"),
+        pl.concat_list("flow_id").alias("flow_ids"),
+        pl.when(pl.col("incarnations").is_not_null())
+        .then(pl.concat_list("carrier"))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String)))
+        .alias("stream_ids"),
+        pl.concat_list("rpc_id").alias("request_ids"),
+        pl.col("ts").alias("first_ts"),
+        pl.col("ts").alias("last_ts"),
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="lost-response", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

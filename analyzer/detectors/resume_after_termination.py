@@ -1,0 +1,101 @@
+"""A request or resume accepted (2xx) after its session was terminated.
+
+A session ends when a DELETE carrying it is answered 2xx, or when the server answers 404 to a
+request carrying it (the client MUST then re-initialize). A later request or Last-Event-ID resume
+in that session answered 2xx means the server (or another replica behind the balancer) still
+serves a session that is gone: the client may act in a session whose state was dropped, and a
+replay may come from a log that should have been deleted (high). Not flagged: requests already in
+flight when the session ended (sent before the DELETE or 404 was answered), the ending exchange
+itself, answers of 404 or 4xx. What to change: share session termination across replicas (a
+session-scoped store that all replicas consult), answer 404 to every request of an ended session,
+and have clients drop the session id and its cursors once the session ends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per terminated session that kept accepting requests."""
+    # Renamed: exchanges have their own `end_how` / `end_ts` (how each HTTP response ended).
+    ended = timeline.sessions.filter(pl.col("end_how").is_in(["delete", "404"])).select(
+        "session_id",
+        pl.col("end_how").alias("_end_how"),
+        pl.col("end_ts").alias("_end_ts"),
+        pl.col("end_flow_id").alias("_end_flow"),
+    )
+    # A request sent only after the end was answered: not one already in flight.
+    accepted = (
+        timeline.exchanges.join(ended, on="session_id")
+        .filter(
+            (pl.col("ts") > pl.col("_end_ts"))
+            & (pl.col("flow_id") != pl.col("_end_flow"))
+            & pl.col("status").is_between(200, 299)
+        )
+        .sort("ts", "seq")
+        .group_by("session_id")
+        .agg(
+            pl.col("era").first(),
+            pl.col("_end_how").first(),
+            pl.col("_end_flow").first(),
+            pl.col("_end_ts").first(),
+            pl.col("flow_id").alias("_flows"),
+            pl.col("stream_id").drop_nulls().unique(maintain_order=True).alias("stream_ids"),
+            pl.col("last_event_id").drop_nulls().unique(maintain_order=True).alias("event_ids"),
+            pl.col("rpc_id").drop_nulls().unique(maintain_order=True).alias("request_ids"),
+            pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
+            pl.col("last_event_id").is_not_null().sum().alias("_resumes"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+    )
+    how = pl.when(pl.col("_end_how") == "delete").then(pl.lit("a DELETE answered 2xx"))
+    return accepted.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format(
+            "{} request(s) accepted after the session ended ({})",
+            pl.col("_flows").list.len(),
+            pl.col("_end_how").cast(pl.String),
+        ).alias("title"),
+        pl.format(
+            "Session {} ended with {} (flow {}), yet {} later request(s) were answered 2xx "
+            "(flows {}; {} of them resumes with Last-Event-ID {}; replica(s) {}). The server "
+            "still serves a session that is gone: the client acts in a session whose state was "
+            "dropped, and a replay may come from a log that should have been deleted. Share "
+            "session termination across replicas (a session-scoped store all replicas consult), "
+            "answer 404 to every request of an ended session, and have clients drop the session "
+            "id and its cursors once it ends.",
+            "session_id",
+            how.otherwise(pl.lit("a 404 to a request carrying it")),
+            "_end_flow",
+            pl.col("_flows").list.len(),
+            pl.col("_flows").list.join(", "),
+            "_resumes",
+            pl.when(pl.col("event_ids").list.len() > 0)
+            .then(pl.col("event_ids").list.join(", "))
+            .otherwise(pl.lit("none")),
+            pl.when(pl.col("_replicas").list.len() > 0)
+            .then(pl.col("_replicas").list.join(", "))
+            .otherwise(pl.lit("unknown")),
+        ).alias("detail"),
+        pl.concat_list(pl.col("_end_flow"), "_flows").alias("flow_ids"),
+        "stream_ids",
+        "event_ids",
+        "request_ids",
+        pl.col("_end_ts").alias("first_ts"),
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="resume-after-termination", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

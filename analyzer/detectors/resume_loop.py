@@ -1,0 +1,93 @@
+"""`min_resumes` resumes of a stream in a row with no new message while its response is owed.
+
+A request's stream was resumed again and again (each GET carrying Last-Event-ID), every answer
+brought no new non-priming event (priming events only, an empty stream, or a refusal), the
+stream's response was owed at each resume and never arrived (medium: the client spins on a stream
+the server no longer feeds, and will retry or give up on a request that may have run). Not
+flagged: polling that delivers the response in the end (server closes with `retry`, client
+resumes, the response arrives later), runs shorter than `min_resumes`, runs broken by a resume
+that delivered a message. What to change: servers answer a cursor they cannot continue with an
+error (404/400) rather than an empty stream, keep the stream's events in a session-scoped log
+until its response is delivered; clients cap resumes and back off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
+    """One finding per run of fruitless resumes of a stream whose response never came."""
+    unanswered = timeline.streams.filter(
+        (pl.col("kind") == "post") & ~pl.col("response_delivered").fill_null(False)
+    ).select("stream_id", "request_id", "era")
+    resumes = (
+        timeline.resumptions.filter((pl.col("status") == "resolved") & pl.col("response_owed"))
+        .join(unanswered, on="stream_id")
+        .sort("stream_id", "ts", "seq")
+        .with_columns(
+            # A resume that brought a message starts a new run after it.
+            (pl.col("answer_payload_events").fill_null(0) > 0)
+            .cum_sum()
+            .over("stream_id")
+            .alias("_run")
+        )
+        .filter(pl.col("answer_payload_events").fill_null(0) == 0)
+    )
+    runs = (
+        resumes.group_by("session_id", "stream_id", "_run")
+        .agg(
+            pl.col("era").first(),
+            pl.col("request_id").first(),
+            pl.col("flow_id").alias("flow_ids"),
+            pl.col("cursor").unique(maintain_order=True).alias("event_ids"),
+            pl.col("answer_status").cast(pl.String).unique(maintain_order=True).alias("_status"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .filter(pl.col("flow_ids").list.len() >= min_resumes)
+    )
+    return runs.select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format(
+            "{} resumes of stream {} with no new message",
+            pl.col("flow_ids").list.len(),
+            "stream_id",
+        ).alias("title"),
+        pl.format(
+            "Session {}: the stream of request {} (stream {}) was resumed {} times in a row "
+            "(GETs {}; Last-Event-ID {}; answered {}) and no resume brought a new message, while "
+            "its response was owed and never arrived. The client spins on a stream the server no "
+            "longer feeds. Servers should answer a cursor they cannot continue with an error "
+            "(404/400) instead of an empty stream and keep the stream's events in a "
+            "session-scoped log until its response is delivered; clients should cap resumes, "
+            "back off, and re-issue side-effecting requests only with idempotency keys.",
+            "session_id",
+            pl.col("request_id").fill_null("?"),
+            "stream_id",
+            pl.col("flow_ids").list.len(),
+            pl.col("flow_ids").list.join(", "),
+            pl.col("event_ids").list.join(", "),
+            pl.col("_status").list.join(", "),
+        ).alias("detail"),
+        "flow_ids",
+        pl.concat_list("stream_id").alias("stream_ids"),
+        "event_ids",
+        pl.concat_list("request_id").list.drop_nulls().alias("request_ids"),
+        "first_ts",
+        "last_ts",
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="resume-loop", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

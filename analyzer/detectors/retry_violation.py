@@ -1,0 +1,91 @@
+"""A resume sooner than the last `retry:` of a stream the server closed (2025-11-25 polling).
+
+After a server closes the connection of a stream that sent `retry: <ms>`, the client MUST wait
+that long before it resumes (2025-11-25): a resume sooner than the last `retry` the stream
+carried, less `tolerance` (a fraction, default 10%), is flagged (medium: a server that closed to
+shed load or to move the stream is hit again before its state is ready). Not flagged: streams the
+client closed (it may resume at once), resumes after the wait, streams that never sent `retry`.
+What to change: clients honour the stream's last `retry` (and back off) before sending
+Last-Event-ID.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+# A server close is recorded as `complete` (the response ended cleanly) or `server_closed`.
+_SERVER_CLOSE: Final = ("complete", "server_closed")
+
+
+def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
+    """One finding per resume sent before its stream's `retry` had elapsed."""
+    # The client keeps the last retry it saw on the stream, over all earlier incarnations.
+    incs = timeline.incarnations.sort("stream_id", "ts", "seq").select(
+        "stream_id",
+        pl.col("flow_id").alias("_prev_flow"),
+        pl.col("ts").alias("_prev_ts"),
+        pl.col("seq").alias("_prev_seq"),
+        pl.col("end_how").alias("_prev_end"),
+        pl.col("end_ts").alias("_prev_end_ts"),
+        pl.col("replica").alias("_prev_replica"),
+        pl.col("last_retry_ms").forward_fill().over("stream_id").alias("_retry_ms"),
+    )
+    before = (pl.col("_prev_ts") < pl.col("ts")) | (
+        (pl.col("_prev_ts") == pl.col("ts")) & (pl.col("_prev_seq") < pl.col("seq"))
+    )
+    # The incarnation the resume follows: the stream's latest one requested before it.
+    resumes = (
+        timeline.resumptions.filter(pl.col("status") == "resolved")
+        .join(incs, on="stream_id")
+        .filter(before & (pl.col("_prev_flow") != pl.col("flow_id")))
+        .sort("_prev_ts", "_prev_seq")
+        .group_by("flow_id", maintain_order=True)
+        .agg(pl.all().last())
+    )
+    wait_ms = (pl.col("ts") - pl.col("_prev_end_ts")).dt.total_microseconds() / 1000.0
+    found = resumes.filter(
+        pl.col("_prev_end").is_in(_SERVER_CLOSE)
+        & pl.col("_retry_ms").is_not_null()
+        # An incarnation still open at the resume is a parallel connection, not a reconnect.
+        & (pl.col("_prev_end_ts") <= pl.col("ts"))
+        & (wait_ms < pl.col("_retry_ms") * (1.0 - tolerance))
+    ).with_columns(wait_ms.round(1).alias("_wait_ms"))
+    return found.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left").select(
+        pl.col("session_id").alias("session"),
+        "era",
+        pl.format("resume after {} ms, retry was {} ms", "_wait_ms", "_retry_ms").alias("title"),
+        pl.format(
+            "Session {}: the server closed the connection of stream {} (flow {}, replica {}) after "
+            "`retry: {}`, and the client resumed it {} ms later (GET {}, Last-Event-ID {}), "
+            "sooner than the spec's wait (2025-11-25: the client MUST wait the retry time before "
+            "resuming). A server that closes to shed load or to hand the stream over is hit again "
+            "before it is ready, and a resume answered too early may replay nothing. Clients "
+            "should honour the stream's last `retry` (and back off) before sending Last-Event-ID.",
+            "session_id",
+            "stream_id",
+            "_prev_flow",
+            pl.col("_prev_replica").fill_null("unknown"),
+            "_retry_ms",
+            "_wait_ms",
+            "flow_id",
+            "cursor",
+        ).alias("detail"),
+        pl.concat_list("_prev_flow", "flow_id").alias("flow_ids"),
+        pl.concat_list("stream_id").alias("stream_ids"),
+        pl.concat_list("cursor").alias("event_ids"),
+        pl.col("_prev_end_ts").alias("first_ts"),
+        pl.col("ts").alias("last_ts"),
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="retry-violation", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)

@@ -1,0 +1,122 @@
+"""duplicate-response: one request answered twice, or one message on two streams (detectors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from analyzer.detectors import run_detectors
+from analyzer.detectors.duplicate_response import DETECTOR
+from tests.support.records import Capture, event, req, res, sse, timeline_of
+
+S1 = {"Mcp-Session-Id": "S1"}
+V26 = {"MCP-Protocol-Version": "2026-07-28"}
+UUID = "3c9e2a71-8b4d-4f6a-a1e5-7d2c9b0e4f18"
+
+
+def initialized(c: Capture) -> None:
+    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
+    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
+
+
+def stream(c: Capture, blocks: list[str], *, body: object = None, how: str = "complete",
+           headers: dict[str, str] = S1) -> str:  # fmt: skip
+    f = c.request("POST" if body is not None else "GET", body=body, headers=headers)
+    c.response(f, sse=True)
+    c.chunk(f, sse(*blocks), n=0)
+    c.end(f, how)
+    return f
+
+
+def call(rid: int) -> dict[str, object]:
+    return req("tools/call", rid, name="create_ticket", arguments={"title": "x"})
+
+
+def note() -> dict[str, object]:
+    return req("notifications/message", level="info", data="hello")
+
+
+def replay_with_another_result(c: Capture) -> None:
+    """The resume replays request 4's response with a different result."""
+    initialized(c)
+    stream(c, [event(id="e1", data=""), event(res(4, content=["T-1"]), id="e2")], body=call(4),
+           how="client_closed")  # fmt: skip
+    stream(c, [event(res(4, content=["T-2"]), id="e3")], headers={**S1, "Last-Event-ID": "e1"})
+
+
+def response_on_two_streams(c: Capture) -> None:
+    """The response went out on the POST stream and, fresh, on the standalone GET stream."""
+    initialized(c)
+    g = c.request("GET", headers=S1)
+    c.response(g, sse=True)
+    c.chunk(g, sse(event(id="10", data="")), n=0)
+    stream(c, [event(res(5, content=[]), id="11")], body=call(5))
+    c.chunk(g, sse(event(res(5, content=[]), id="12")), n=1)
+    c.end(g, "client_closed")
+
+
+def event_on_two_streams(c: Capture) -> None:
+    """One event (same id and payload) sent fresh on two logical streams."""
+    initialized(c)
+    tagged = f"{UUID}_1750000000001_z"
+    stream(c, [event(note(), id=tagged), event(res(6, content=[]), id="a")], body=call(6))
+    stream(c, [event(note(), id=tagged), event(res(7, content=[]), id="b")], body=call(7))
+
+
+def correct_replay(c: Capture) -> None:
+    """Clean: the resume replays request 4's response unchanged on a GET incarnation."""
+    initialized(c)
+    stream(c, [event(id="e1", data=""), event(res(4, content=["T-1"]), id="e2")], body=call(4),
+           how="server_closed")  # fmt: skip
+    stream(c, [event(res(4, content=["T-1"]), id="e2"), event(id="e3", data="")],
+           headers={**S1, "Last-Event-ID": "e1"})  # fmt: skip
+
+
+def equal_notifications_fresh_ids(c: Capture) -> None:
+    """Clean: equal payloads under fresh ids are new messages; priming ids carry no payload."""
+    initialized(c)
+    stream(c, [event(id="p", data=""), event(note(), id="n1"), event(res(1, content=[]))],
+           body=call(1))  # fmt: skip
+    stream(c, [event(id="p", data=""), event(note(), id="n2"), event(res(2, content=[]))],
+           body=call(2))  # fmt: skip
+
+
+def sessionless_ids_per_exchange(c: Capture) -> None:
+    """Clean: in 2026-07-28 a response belongs to its exchange; ids may recur across them."""
+    for result in ("one", "two"):
+        f = c.request(body=call(1), headers=V26)
+        c.response(f, body=res(1, content=[result]))
+
+
+CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
+    (replay_with_another_result, [(["4"], ["e2", "e3"])]),
+    (response_on_two_streams, [(["5"], ["11", "12"])]),
+    (event_on_two_streams, [([], [f"{UUID}_1750000000001_z"])]),
+    (correct_replay, []),
+    (equal_notifications_fresh_ids, []),
+    (sessionless_ids_per_exchange, []),
+]
+
+
+@pytest.mark.parametrize(("build", "expected"), CASES, ids=[b.__name__ for b, _ in CASES])
+def test_cases(
+    build: Callable[[Capture], None], expected: list[tuple[list[str], list[str]]]
+) -> None:
+    c = Capture()
+    build(c)
+    found = run_detectors(timeline_of(c), only=["duplicate-response"])
+    assert found["detector"].to_list() == ["duplicate-response"] * len(expected)
+    assert set(found["severity"].to_list()) <= {"high"}
+    got = [(list(r), list(e)) for r, e in found.select("request_ids", "event_ids").rows()]
+    assert got == expected
+
+
+def test_evidence_and_detail() -> None:
+    c = Capture()
+    response_on_two_streams(c)
+    row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
+    assert row["session"] == "mcp:S1"
+    assert row["stream_ids"] == ["f3", "f2"]
+    assert row["title"] == "Duplicate response: the response to request 5 sent on 2 logical streams"
+    assert "idempotency keys" in row["detail"]

@@ -1,0 +1,149 @@
+"""lost-response: an accepted request no response ever answered (analyzer/detectors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from analyzer.detectors import run_detectors
+from analyzer.detectors.lost_response import DETECTOR
+from tests.support.records import Capture, event, req, res, sse, timeline_of
+
+S1 = {"Mcp-Session-Id": "S1"}
+V26 = {"MCP-Protocol-Version": "2026-07-28"}
+UUID = "6f1d8a4e-27b3-4c55-9a0e-3b2d1c0f9e8d"
+TS_ID = f"{UUID}_1750000000001_k3"
+
+
+def progress(n: int) -> dict[str, object]:
+    return req("notifications/progress", progressToken="t", progress=n)
+
+
+def initialized(c: Capture) -> None:
+    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
+    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
+
+
+def call(c: Capture, rid: int, blocks: list[str], how: str | None = "client_closed",
+         headers: dict[str, str] = S1, method: str = "tools/call") -> str:  # fmt: skip
+    f = c.request(body=req(method, rid, name="t", arguments={}), headers=headers)
+    c.response(f, sse=True)
+    c.chunk(f, sse(*blocks), n=0)
+    if how is not None:
+        c.end(f, how)
+    return f
+
+
+def resume(c: Capture, cursor: str, blocks: list[str], how: str = "complete") -> str:
+    f = c.request("GET", headers={**S1, "Last-Event-ID": cursor})
+    c.response(f, sse=True)
+    c.chunk(f, sse(*blocks), n=0)
+    c.end(f, how)
+    return f
+
+
+def broken_never_resumed(c: Capture) -> None:
+    initialized(c)
+    call(c, 4, [event(id="e1", data=""), event(progress(1), id="e2")])
+
+
+def resumed_replay_without_response(c: Capture) -> None:
+    initialized(c)
+    call(c, 7, [event(id="1", data=""), event(progress(1), id="2")])
+    resume(c, "2", [event(progress(2), id="3")])
+
+
+def sessionless_completed_without_response(c: Capture) -> None:
+    call(c, 3, [event(progress(1))], how="complete", headers=V26)
+
+
+def still_open_at_capture_end(c: Capture) -> None:
+    initialized(c)
+    call(c, 5, [event(id=UUID, data=""), event(progress(1), id=TS_ID)], how=None)
+
+
+def torn_tail(c: Capture) -> None:
+    """The stream ended inside an event: the response may be in the unterminated tail."""
+    initialized(c)
+    f = c.request(body=req("tools/call", 8, name="t", arguments={}), headers=S1)
+    c.response(f, sse=True)
+    c.chunk(f, sse(event(id="e1", data="")) + 'id: e2\ndata: {"jsonrpc":"2.0","id":8,', n=0)
+    c.end(f, "error", "connection reset")
+
+
+def cancelled(c: Capture) -> None:
+    initialized(c)
+    call(c, 4, [event(id="e1", data="")])
+    f = c.request(body=req("notifications/cancelled", requestId=4, reason="user"), headers=S1)
+    c.response(f, 202)
+
+
+def sessionless_client_closed(c: Capture) -> None:
+    """2026-07-28: closing the request's stream is its cancellation."""
+    call(c, 3, [event(progress(1))], how="client_closed", headers=V26)
+
+
+def listen(c: Capture) -> None:
+    initialized(c)
+    call(c, 9, [event(id="e1", data="")], method="subscriptions/listen")
+
+
+def refused(c: Capture) -> None:
+    initialized(c)
+    f = c.request(body=req("tools/call", 4, name="t", arguments={}), headers=S1)
+    c.response(f, 404)
+
+
+def replayed_on_get_incarnation(c: Capture) -> None:
+    """Clean: server close with retry, resume, the response replayed on the GET incarnation."""
+    initialized(c)
+    call(c, 4, [event(id=TS_ID, data=""), "retry: 10"], how="server_closed")
+    resume(c, TS_ID, [event(res(4, content=[]), id=f"{UUID}_1750000000002_x")])
+
+
+def answered_in_json_and_on_get(c: Capture) -> None:
+    """Clean: one request answered in a JSON body, one 202 answered on the GET stream."""
+    initialized(c)
+    f = c.request(body=req("tools/list", 1), headers=S1)
+    c.response(f, body=res(1, tools=[]))
+    g = c.request("GET", headers=S1)
+    c.response(g, sse=True)
+    p = c.request(body=req("ping", 2), headers=S1)
+    c.response(p, 202)
+    c.chunk(g, sse(event(res(2), id="g1")), n=0)
+    c.end(g, "client_closed")
+
+
+CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
+    (broken_never_resumed, [("high", ["4"])]),
+    (resumed_replay_without_response, [("high", ["7"])]),
+    (sessionless_completed_without_response, [("high", ["3"])]),
+    (still_open_at_capture_end, [("info", ["5"])]),
+    (torn_tail, [("info", ["8"])]),
+    (cancelled, []),
+    (sessionless_client_closed, []),
+    (listen, []),
+    (refused, []),
+    (replayed_on_get_incarnation, []),
+    (answered_in_json_and_on_get, []),
+]
+
+
+@pytest.mark.parametrize(("build", "expected"), CASES, ids=[b.__name__ for b, _ in CASES])
+def test_cases(build: Callable[[Capture], None], expected: list[tuple[str, list[str]]]) -> None:
+    c = Capture()
+    build(c)
+    found = run_detectors(timeline_of(c), only=["lost-response"])
+    assert found["detector"].to_list() == ["lost-response"] * len(expected)
+    assert [(s, list(r)) for s, r in found.select("severity", "request_ids").rows()] == expected
+
+
+def test_evidence_and_detail() -> None:
+    c = Capture()
+    resumed_replay_without_response(c)
+    row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
+    assert row["session"] == "mcp:S1"
+    assert row["flow_ids"] == ["f2"] and row["stream_ids"] == ["f2"]
+    assert row["title"] == "No response to tools/call 7"
+    assert "2 incarnation(s)" in row["detail"] and "event log" in row["detail"]
