@@ -11,7 +11,7 @@ The frames come from `dashboards.data.SessionView`; nothing here decides what is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Final, Literal
 
@@ -226,25 +226,27 @@ def marks(view: SessionView, findings: pl.DataFrame) -> dict[str, pl.DataFrame]:
         )
     )
     frames = {"points": points, "bars": bars, "ends": ends, "resumes": resumes}
-    return _place(frames, start, spacing_keys=("ts", "ts2"))
+    return _place(frames, start)
 
 
-_POINT_SCHEMA: Final = {
-    "ts": pl.Datetime("ns", "UTC"),
-    "stream_id": pl.String,
-    "flow_id": pl.String,
-    "incarnation": pl.Int32,
-    "replica": pl.String,
-    "event_id": pl.String,
-    "method": pl.String,
-    "rpc_id": pl.String,
-    "data_hash": pl.String,
-    "category": pl.String,
-    "what": pl.String,
-    "findings": pl.String,
-    "payload": pl.String,
-    "key": pl.Int64,
-}
+_POINT_SCHEMA: Final = pl.Schema(
+    {
+        "ts": pl.Datetime("ns", "UTC"),
+        "stream_id": pl.String(),
+        "flow_id": pl.String(),
+        "incarnation": pl.Int32(),
+        "replica": pl.String(),
+        "event_id": pl.String(),
+        "method": pl.String(),
+        "rpc_id": pl.String(),
+        "data_hash": pl.String(),
+        "category": pl.String(),
+        "what": pl.String(),
+        "findings": pl.String(),
+        "payload": pl.String(),
+        "key": pl.Int64(),
+    }
+)
 
 
 def _category_of(kind: str) -> str:
@@ -272,40 +274,67 @@ def _first_ts(view: SessionView) -> datetime | None:
 def _last_ts(view: SessionView) -> datetime | None:
     values = [view.exchanges["end_ts"].max(), view.events["ts"].max()]
     present = [v for v in values if v is not None]
-    return max(present) if present else None  # type: ignore[type-var,return-value]
+    return max(present) if present else None  # type: ignore[return-value]
 
 
-def _place(
-    frames: Mapping[str, pl.DataFrame], start: object, *, spacing_keys: Iterable[str]
-) -> dict[str, pl.DataFrame]:
-    """Add `t_ms` (ms since the session start) and `order` (rank of the time) per ts column."""
-    keys = tuple(spacing_keys)
-    stamps = pl.concat(
-        [
-            frame.select(pl.col(k)).to_series().rename("ts")
-            for frame in frames.values()
-            for k in keys
-            if k in frame.columns
-        ]
-    ).drop_nulls()
-    ranked = stamps.unique().sort()
-    origin = start if isinstance(start, datetime) else (ranked[0] if len(ranked) else None)
-    out = {}
+#: How each layer's times map to wire order: "at" a mark's own position (the first mark at or
+#: after the time), "before" the first mark at or after it, or "after" the last mark at or
+#: before it (bars span their marks, ends sit right after the last mark of their response).
+_SIDES: Final = {
+    "bars": {"ts": "before", "ts2": "after"},
+    "ends": {"ts": "after"},
+    "resumes": {"ts": "at", "ts2": "at"},
+}
+
+
+def _place(frames: Mapping[str, pl.DataFrame], start: object) -> dict[str, pl.DataFrame]:
+    """Add `t_ms` (ms since the session start), `order` (wire order) and `utc` per time column.
+
+    Points get consecutive orders (time, then the order they were listed in: an SSE event's
+    position in its response), so events that share a chunk's time still get a place each.
+    """
+    points = (
+        frames["points"]
+        .sort("ts", "key", nulls_last=True)
+        .with_row_index("order")
+        .with_columns(pl.col("order").cast(pl.Float64))
+    )
+    stamps = points["ts"]
+    origin = start if isinstance(start, datetime) else (stamps.min() if len(stamps) else None)
+    out = {"points": _times(points, "ts", "", origin)}
     for name, frame in frames.items():
-        extra = []
-        for k in keys:
-            if k not in frame.columns:
-                continue
-            suffix = "" if k == "ts" else "2"
-            column = frame[k]
-            order = pl.Series(f"order{suffix}", ranked.search_sorted(column), dtype=pl.Int64)
-            extra += [
-                order.set(column.is_null(), None) if column.null_count() else order,
-                ((column - origin).dt.total_microseconds() / 1000.0).alias(f"t_ms{suffix}"),
-                column.dt.to_string("%H:%M:%S%.6f").alias(f"utc{suffix}"),
-            ]
-        out[name] = frame.with_columns(extra) if extra else frame
+        if name == "points":
+            continue
+        for column, side in _SIDES.get(name, {}).items():
+            suffix = "" if column == "ts" else "2"
+            values = frame[column]
+            index = stamps.search_sorted(values, side="right" if side == "after" else "left")
+            shift = {"at": 0.0, "before": -0.4, "after": -0.6}[side]
+            order = (index.cast(pl.Float64) + shift).alias(f"order{suffix}")
+            frame = _times(frame.with_columns(order), column, suffix, origin)
+        out[name] = frame
     return out
+
+
+def _times(frame: pl.DataFrame, column: str, suffix: str, origin: object) -> pl.DataFrame:
+    """`t_ms<suffix>` and `utc<suffix>` of a time column."""
+    values = frame[column]
+    return frame.with_columns(
+        ((values - origin).dt.total_microseconds() / 1000.0).alias(f"t_ms{suffix}"),
+        values.dt.to_string("%H:%M:%S%.6f").alias(f"utc{suffix}"),
+    )
+
+
+def window(layers: Mapping[str, pl.DataFrame], low: float, high: float) -> dict[str, pl.DataFrame]:
+    """The layers cut to the marks whose wire order is in [low, high] (long sessions)."""
+    inside = pl.col("order").is_between(low, high)
+    overlaps = (pl.col("order2") >= low) & (pl.col("order") <= high)
+    return {
+        "points": layers["points"].filter(inside),
+        "ends": layers["ends"].filter(inside),
+        "bars": layers["bars"].filter(overlaps),
+        "resumes": layers["resumes"].filter(overlaps),
+    }
 
 
 def timeline_chart(
@@ -319,9 +348,11 @@ def timeline_chart(
         set(points["lane"].to_list()) | set(bars["lane"].to_list()),
         key=lambda lane: (lane == NO_STREAM, _lane_number(lane), lane),
     )
-    y = alt.Y("lane:N", sort=lane_order, title=None, axis=alt.Axis(labelLimit=320))
+    y = alt.Y(
+        "lane:N", sort=lane_order, title=None, axis=alt.Axis(labelLimit=320, labelFontSize=12)
+    )
     stops = pl.concat(
-        [f[c] for f in (points, bars, ends) for c in (x_field, x2_field) if c in f.columns]
+        [f[c] for f in (points, ends) for c in (x_field, x2_field) if c in f.columns]
     ).drop_nulls()
     lo, hi = (float(stops.min()), float(stops.max())) if len(stops) else (0.0, 1.0)  # type: ignore[arg-type]
     pad = max((hi - lo) * 0.02, 0.5 if spacing != "time" else 0.01)
@@ -337,7 +368,7 @@ def timeline_chart(
 
     bar_layer = (
         alt.Chart(_records(bars))
-        .mark_bar(height=16, opacity=0.55, cornerRadius=3)
+        .mark_bar(height=18, opacity=0.8, cornerRadius=3, clip=True)
         .encode(
             x=x,
             x2=alt.X2(f"{x2_field}:Q"),
@@ -361,7 +392,7 @@ def timeline_chart(
     )
     resume_layer = (
         alt.Chart(_records(resumes))
-        .mark_rule(strokeDash=[4, 3], strokeWidth=2, color="#9467bd")
+        .mark_rule(strokeDash=[4, 3], strokeWidth=2, color="#9467bd", clip=True)
         .encode(
             x=x,
             x2=alt.X2(f"{x2_field}:Q"),
@@ -427,7 +458,7 @@ def timeline_chart(
     )
     ring_layer = (
         alt.Chart(_records(points.filter(pl.col("named"))))
-        .mark_point(size=420, strokeWidth=2.5, color="#d62728", filled=False)
+        .mark_point(size=260, strokeWidth=2, color="#d62728", filled=False)
         .encode(x=x, y=y, tooltip=[alt.Tooltip("findings:N", title="named by")])
     )
     lane_count = max(1, len(lane_order))
@@ -438,7 +469,8 @@ def timeline_chart(
         width=width or "container",
     )
     # Replica colours (bars) and mark colours (points) are two legends, not one merged domain.
-    return chart.resolve_scale(color="independent", shape="independent")
+    resolved: alt.LayerChart = chart.resolve_scale(color="independent", shape="independent")
+    return resolved
 
 
 def _records(frame: pl.DataFrame) -> pl.DataFrame:

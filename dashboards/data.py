@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 import streamlit as st
@@ -232,7 +232,7 @@ def payload_texts(path: str, sig: Signature, hashes: tuple[str, ...]) -> dict[st
 class SessionView:
     """One session's frames, as the timeline page draws them."""
 
-    session: dict[str, object]
+    session: dict[str, Any]
     streams: pl.DataFrame  # STREAMS, earliest first
     incarnations: pl.DataFrame  # INCARNATIONS
     exchanges: pl.DataFrame  # EXCHANGES
@@ -268,7 +268,7 @@ def session_view(path: str, sig: Signature, session_id: str) -> SessionView:
             timeline.exchanges.filter(own).sort("ts", "seq"),
             timeline.sse_events.filter(own)
             .join(carried, on=["flow_id", "ordinal"], how="left")
-            .sort("ts", "seq"),
+            .sort("ts", "seq", "ordinal"),
             timeline.messages.filter(own & (pl.col("source") != "sse")).sort("ts", "seq"),
             timeline.resumptions.filter(own).sort("ts", "seq"),
             timeline.tool_calls.filter(own).sort("ts", "seq"),
@@ -306,7 +306,7 @@ def _preview(text: str) -> str:
 class Evidence:
     """What a finding's evidence ids name in the timeline."""
 
-    finding: dict[str, object]
+    finding: dict[str, Any]
     events: pl.DataFrame  # every occurrence of the named event ids in the session
     calls: pl.DataFrame  # tool calls with the named request ids
     exchanges: pl.DataFrame  # the named flows, and the flows of the named streams
@@ -386,17 +386,19 @@ def _between(
     timeline: Timeline, session: str | None, first: datetime | None, last: datetime | None
 ) -> pl.DataFrame:
     """Requests, messages and stream ends of the session from `first` to `last`, in time order."""
-    schema = {
-        "ts": pl.Datetime("ns", "UTC"),
-        "what": pl.String,
-        "flow_id": pl.String,
-        "stream_id": pl.String,
-        "incarnation": pl.Int32,
-        "replica": pl.String,
-        "event_id": pl.String,
-        "rpc_id": pl.String,
-        "detail": pl.String,
-    }
+    schema = pl.Schema(
+        {
+            "ts": pl.Datetime("ns", "UTC"),
+            "what": pl.String(),
+            "flow_id": pl.String(),
+            "stream_id": pl.String(),
+            "incarnation": pl.Int32(),
+            "replica": pl.String(),
+            "event_id": pl.String(),
+            "rpc_id": pl.String(),
+            "detail": pl.String(),
+        }
+    )
     if session is None or first is None or last is None:
         return pl.DataFrame(schema=schema)
     own = pl.col("session_id") == session
@@ -456,5 +458,5 @@ def _between(
         .sort("ts")
         .head(BETWEEN_ROWS)
         .collect()
-        .cast(schema)  # type: ignore[arg-type]
+        .cast(schema)
     )

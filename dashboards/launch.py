@@ -70,7 +70,7 @@ def environment(path: str | None, base: Mapping[str, str] | None = None) -> dict
     env = dict(os.environ if base is None else base)
     env.pop(SOURCE_ENV, None)
     if path is not None:
-        env[SOURCE_ENV] = str(Path(path).resolve())
+        env[SOURCE_ENV] = str(path)  # as given: the server keeps our cwd, and shows it so
     return env
 
 
@@ -92,10 +92,11 @@ def launch(path: str | None, *, port: int, address: str) -> int:
     argv = command(port=port, address=address)
     env = environment(path)
     print(f"seamwatch dashboard: http://{_url_host(address)}:{port}/", file=sys.stderr, flush=True)
-    if os.name == "posix":
-        # exec, so the pid the caller holds is the server's: stopping it stops the dashboard.
-        os.execve(argv[0], argv, env)
-    return subprocess.run(argv, env=env, check=False).returncode
+    if os.name != "posix":
+        return subprocess.run(argv, env=env, check=False).returncode
+    # exec, so the pid the caller holds is the server's: stopping it stops the dashboard.
+    os.execve(argv[0], argv, env)
+    return 0  # not reached: execve replaced this process
 
 
 def _url_host(address: str) -> str:

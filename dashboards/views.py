@@ -9,7 +9,7 @@ markdown image that would fetch a URL must stay characters on the screen.
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 import streamlit as st
@@ -17,7 +17,7 @@ import streamlit as st
 from analyzer.ingest import IngestError
 from dashboards import data
 
-__all__ = ["SEVERITY_COLOR", "payload", "require_source", "severity_badge"]
+__all__ = ["SEVERITY_COLOR", "counts_by", "payload", "require_source", "severity_badge", "table"]
 
 SEVERITY_COLOR: Final = {"high": "red", "medium": "orange", "low": "yellow", "info": "gray"}
 
@@ -58,6 +58,19 @@ def payload(text: str | None, *, label: str | None = None) -> None:
         st.code(text, language=None, wrap_lines=True)
     else:
         st.code(pretty, language="json", wrap_lines=True)
+
+
+def table(frame: pl.DataFrame, *, key: str, **options: Any) -> Any:
+    """`st.dataframe` without the index, times to the millisecond (UTC), "—" for missing."""
+    config = {
+        name: st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss.SSS")
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime)
+    }
+    config.update(options.pop("column_config", None) or {})
+    return st.dataframe(
+        frame, hide_index=True, key=key, placeholder="—", column_config=config, **options
+    )
 
 
 def counts_by(findings: pl.DataFrame, *columns: str) -> pl.DataFrame:

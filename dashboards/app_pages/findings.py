@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import polars as pl
 import streamlit as st
@@ -34,13 +34,13 @@ if chosen_levels:
     shown = shown.filter(pl.col("severity").cast(pl.String).is_in(chosen_levels))
 if chosen_sessions:
     shown = shown.filter(pl.col("session").is_in(chosen_sessions))
-times = found["first_ts"].drop_nulls()
-if times.len() and (times.max() - times.min()).total_seconds() >= 0.001:  # type: ignore[operator]
+times: list[datetime] = sorted(found["first_ts"].drop_nulls().to_list())
+if times and (times[-1] - times[0]).total_seconds() >= 0.001:
     low, high = st.slider(
         "First evidence between (UTC)",
-        min_value=times.min(),
-        max_value=times.max(),
-        value=(times.min(), times.max()),
+        min_value=times[0],
+        max_value=times[-1],
+        value=(times[0], times[-1]),
         step=timedelta(milliseconds=1),
         format="HH:mm:ss.SSS",
         key="f_time",
@@ -57,11 +57,15 @@ table = shown.select(
     "title",
     "fingerprint",
 )
-picked = st.dataframe(
+fingerprints = table["fingerprint"].to_list()
+wanted = st.query_params.get("finding")  # a link from the timeline page
+picked = views.table(
     table,
-    hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
+    selection_default={
+        "selection": {"rows": [fingerprints.index(wanted) if wanted in fingerprints else 0]}
+    },
     key="findings_table",
     column_config={
         "first (UTC)": st.column_config.DatetimeColumn(format="HH:mm:ss.SSS"),
@@ -71,18 +75,17 @@ picked = st.dataframe(
 )
 
 # ---- the selected finding --------------------------------------------------------------------
-rows = picked.selection.rows if picked is not None else []
-wanted = st.query_params.get("finding")
+rows = [r for r in (picked.selection.rows if picked is not None else []) if r < table.height]
 if rows:
-    fingerprint = table["fingerprint"][rows[0]]
-elif wanted in set(found["fingerprint"].to_list()):
+    fingerprint = fingerprints[rows[0]]
+elif wanted in fingerprints:
     fingerprint = wanted
-elif shown.height:
-    fingerprint = shown["fingerprint"][0]
+elif fingerprints:
+    fingerprint = fingerprints[0]
 else:
     st.stop()
 if not rows:
-    st.caption("Select a row to see its evidence; the first one is shown.")
+    st.caption("Select a row to see its evidence.")
 
 proof = data.evidence(path, sig, fingerprint)
 finding = proof.finding
@@ -162,7 +165,10 @@ elif events.height:
     side_by_side(list(events.iter_rows(named=True)))
 
 if proof.calls.height:
-    st.subheader("The calls" if proof.calls.height > 1 else "The call")
+    if proof.calls.height > 1:
+        st.subheader("The calls")
+    else:
+        st.subheader("The call")
     calls = list(proof.calls.iter_rows(named=True))
     for col, call in zip(st.columns(len(calls[:3])), calls[:3], strict=True):
         with col, st.container(border=True):
@@ -171,16 +177,24 @@ if proof.calls.height:
                 f"on {lane(call['stream_id'])} · {call['ts']:%H:%M:%S.%f} UTC\n"
                 f"flow {call['flow_id']}"
             )
-            st.json(
-                {
-                    "first outcome": call["first_outcome"],
-                    "result delivered": call["result_delivered"],
-                    "result at": None if call["result_ts"] is None else str(call["result_ts"]),
-                    "MRTR leg": call["mrtr"],
-                    "read-only hint": call["read_only_hint"],
-                    "idempotent hint": call["idempotent_hint"],
-                },
-                expanded=False,
+            if not call["result_delivered"]:
+                result = "its result never reached the client"
+            elif call["result_ts"] is None:
+                result = "result delivered"
+            else:
+                result = f"result delivered at {call['result_ts']:%H:%M:%S.%f} UTC"
+            hints = [
+                name
+                for name, on in (
+                    ("MRTR leg", call["mrtr"]),
+                    ("read-only", call["read_only_hint"]),
+                    ("idempotent", call["idempotent_hint"]),
+                )
+                if on
+            ]
+            st.text(
+                f"first exchange: {call['first_outcome']} · {result}"
+                + (f" · {', '.join(hints)}" if hints else "")
             )
             views.payload(proof.texts.get(str(call["request_body_hash"])), label="request")
             if call["result_data_hash"] is not None:
@@ -194,7 +208,7 @@ if proof.between.height:
     )
     st.subheader(title)
     first = proof.between["ts"].min()
-    st.dataframe(
+    views.table(
         proof.between.select(
             ((pl.col("ts") - first).dt.total_microseconds() / 1000).alias("+ms"),
             "what",
@@ -209,14 +223,13 @@ if proof.between.height:
             "detail",
             "flow_id",
         ),
-        hide_index=True,
         key="between",
         column_config={"+ms": st.column_config.NumberColumn(format="%.3f")},
     )
 
 if proof.incarnations.height:
     st.subheader("Incarnation chain of the named streams")
-    st.dataframe(
+    views.table(
         proof.incarnations.select(
             pl.col("stream_id")
             .map_elements(lane, return_dtype=pl.String)
@@ -234,12 +247,11 @@ if proof.incarnations.height:
             "delivered_response",
             "flow_id",
         ),
-        hide_index=True,
         key="incarnations",
     )
 if proof.resumptions.height:
     st.subheader("Resumptions")
-    st.dataframe(
+    views.table(
         proof.resumptions.select(
             "ts",
             "cursor",
@@ -253,6 +265,5 @@ if proof.resumptions.height:
             "answer_end_how",
             "flow_id",
         ),
-        hide_index=True,
         key="resumptions",
     )

@@ -15,16 +15,17 @@ import polars as pl
 import streamlit as st
 
 from analyzer.ingest import IngestError
-from dashboards import data
+from dashboards import data, views
 
 st.title("Live")
-path = data.source()
-if path is None:
+source = data.source()
+if source is None:
     st.info(
         "No input: start the dashboard on a proxy's capture directory, e.g. "
         "`seamwatch dashboard seamwatch-capture/`."
     )
     st.stop()
+path: str = source
 st.text(f"Watching: {path}")
 
 cols = st.columns([2, 2, 4])
@@ -90,15 +91,14 @@ def live() -> None:
         for warning in summary.warnings:
             st.text(f"• {warning}")
     st.subheader("Capture files")
-    st.dataframe(files, hide_index=True, key="l_files")
+    views.table(files, key="l_files")
     st.subheader("Latest exchanges")
-    st.dataframe(recent, hide_index=True, key="l_recent")
+    views.table(recent, key="l_recent")
     st.subheader("Findings")
-    st.dataframe(
+    views.table(
         found.select(
             pl.col("severity").cast(pl.String), "detector", "session", "first_ts", "title"
         ),
-        hide_index=True,
         key="l_findings",
     )
 

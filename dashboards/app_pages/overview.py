@@ -16,15 +16,17 @@ found = data.findings(path, sig)
 st.title("Overview")
 st.text(f"Input: {path}")
 if summary.first_ts is not None and summary.last_ts is not None:
-    st.text(f"Traffic from {summary.first_ts:%Y-%m-%d %H:%M:%S} to {summary.last_ts:%H:%M:%S} UTC")
+    st.text(
+        f"Traffic from {summary.first_ts:%Y-%m-%d %H:%M:%S.%f} to {summary.last_ts:%H:%M:%S.%f} UTC"
+    )
 
 st.subheader("Capture health")
-cols = st.columns(5)
-cols[0].metric("Records read", f"{summary.records:,}")
-cols[1].metric("Lines skipped", f"{summary.skipped:,}")
-cols[2].metric("Records lost", f"{summary.losses:,}", help="seq gaps, writer drops, chunk gaps")
-cols[3].metric("Unclean stops", f"{summary.unclean_stops:,}", help="runs without capture_close")
-cols[4].metric("Inputs", f"{summary.inputs.height:,}")
+health = st.columns(5)
+health[0].metric("Records read", f"{summary.records:,}")
+health[1].metric("Lines skipped", f"{summary.skipped:,}")
+health[2].metric("Records lost", f"{summary.losses:,}", help="seq gaps, writer drops, chunk gaps")
+health[3].metric("Unclean stops", f"{summary.unclean_stops:,}", help="runs without capture_close")
+health[4].metric("Inputs", f"{summary.inputs.height:,}")
 if summary.warnings:
     st.warning("The reader reported damage (the capture-health detector turns it into findings):")
     for warning in summary.warnings:
@@ -33,20 +35,20 @@ else:
     st.success("Read cleanly: no torn or corrupt lines, no losses, every run closed.")
 
 st.subheader("Traffic")
-cols = st.columns(7)
-cols[0].metric("Sessions", f"{summary.sessions:,}")
-cols[1].metric("Streams", f"{summary.streams:,}", help="logical streams (POST and GET)")
-cols[2].metric("Incarnations", f"{summary.incarnations:,}", help="HTTP responses carrying them")
-cols[3].metric("Resumptions", f"{summary.resumptions:,}", help="requests with Last-Event-ID")
-cols[4].metric("Tool calls", f"{summary.tool_calls:,}")
-cols[5].metric("HTTP exchanges", f"{summary.exchanges:,}")
-cols[6].metric("SSE events", f"{summary.events:,}")
+traffic = st.columns(7)
+traffic[0].metric("Sessions", f"{summary.sessions:,}")
+traffic[1].metric("Streams", f"{summary.streams:,}", help="logical streams (POST and GET)")
+traffic[2].metric("Incarnations", f"{summary.incarnations:,}", help="HTTP responses carrying them")
+traffic[3].metric("Resumptions", f"{summary.resumptions:,}", help="requests with Last-Event-ID")
+traffic[4].metric("Tool calls", f"{summary.tool_calls:,}")
+traffic[5].metric("HTTP exchanges", f"{summary.exchanges:,}")
+traffic[6].metric("SSE events", f"{summary.events:,}")
 
 st.subheader("Findings")
 by_severity = dict(views.counts_by(found, "severity").iter_rows())
-cols = st.columns(5)
-cols[0].metric("Findings", f"{found.height:,}")
-for col, level in zip(cols[1:], reversed(Severity), strict=True):
+levels = st.columns(5)
+levels[0].metric("Findings", f"{found.height:,}")
+for col, level in zip(levels[1:], reversed(Severity), strict=True):
     col.metric(level.value.capitalize(), f"{by_severity.get(level.value, 0):,}", help=level.meaning)
 
 if found.height:
@@ -59,7 +61,8 @@ if found.height:
     )
     order = [s.value for s in reversed(Severity) if s.value in table.columns]
     left, right = st.columns([2, 3])
-    left.dataframe(table.select("detector", *order, "total"), hide_index=True, key="by_detector")
+    with left:
+        views.table(table.select("detector", *order, "total"), key="by_detector")
     chart = (
         alt.Chart(by_detector)
         .mark_bar()
@@ -82,7 +85,7 @@ else:
     st.success("No findings.")
 
 st.subheader("Inputs")
-st.dataframe(summary.inputs, hide_index=True, key="inputs")
+views.table(summary.inputs, key="inputs")
 
 st.subheader("Sessions")
 per_session = views.counts_by(found.filter(pl.col("session").is_not_null()), "session").rename(
@@ -106,4 +109,4 @@ sessions = (
         "streams",
     )
 )
-st.dataframe(sessions, hide_index=True, key="sessions")
+views.table(sessions, key="sessions")

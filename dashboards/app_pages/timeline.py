@@ -38,7 +38,8 @@ spacing = cols[1].segmented_control(
     "Spacing",
     ["wire order", "time"],
     default="wire order",
-    key="t_spacing",
+    key="spacing",
+    bind="query-params",
     help="wire order spaces marks evenly in the order they passed the proxy; time is to scale",
 )
 view = data.session_view(path, sig, session_id)
@@ -84,12 +85,7 @@ if points.height > MAX_POINTS:
         value=(lo, min(hi, lo + MAX_POINTS)),
         key="t_window",
     )
-    inside = pl.col("order").is_between(*window)
-    layers = {
-        **layers,
-        "points": points.filter(inside),
-        "ends": layers["ends"].filter(inside),
-    }
+    layers = charts.window(layers, *window)
 chart = charts.timeline_chart(layers, spacing="time" if spacing == "time" else "wire order")
 state = st.altair_chart(chart, on_select="rerun", selection_mode="pick", key="t_chart")
 st.caption(
@@ -119,7 +115,7 @@ if choices:
     )
     if st.session_state.get("t_mark") not in choices:
         st.session_state["t_mark"] = default_key
-    mark = st.selectbox("Payload of", choices, format_func=describe.get, key="t_mark")
+    mark = st.selectbox("Payload of", choices, format_func=lambda key: describe[key], key="t_mark")
     row = shown_points.filter(pl.col("key") == mark).row(0, named=True)
     if row["findings"]:
         st.text(f"named by: {row['findings']}")
@@ -129,7 +125,7 @@ if choices:
 # ---- the frames behind the chart ---------------------------------------------------------------
 lanes = charts.lanes(view)
 with st.expander("Streams", expanded=True):
-    st.dataframe(
+    views.table(
         view.streams.join(lanes, on="stream_id", how="left").select(
             "lane",
             "kind",
@@ -143,11 +139,10 @@ with st.expander("Streams", expanded=True):
             "stale_cursor",
             "stream_id",
         ),
-        hide_index=True,
         key="t_streams",
     )
 with st.expander("Resumptions", expanded=view.resumptions.height > 0):
-    st.dataframe(
+    views.table(
         view.resumptions.select(
             "ts",
             "cursor",
@@ -162,11 +157,10 @@ with st.expander("Resumptions", expanded=view.resumptions.height > 0):
             "response_owed",
             "flow_id",
         ),
-        hide_index=True,
         key="t_resumptions",
     )
 with st.expander("Tool calls", expanded=view.tool_calls.height > 0):
-    st.dataframe(
+    views.table(
         view.tool_calls.select(
             "ts",
             "request_id",
@@ -180,12 +174,10 @@ with st.expander("Tool calls", expanded=view.tool_calls.height > 0):
             "idempotent_hint",
             "flow_id",
         ),
-        hide_index=True,
         key="t_calls",
     )
 with st.expander("Findings of this session", expanded=False):
-    st.dataframe(
+    views.table(
         own.select(pl.col("severity").cast(pl.String), "detector", "title", "first_ts"),
-        hide_index=True,
         key="t_findings",
     )

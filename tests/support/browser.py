@@ -18,14 +18,12 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ROOT = Path(__file__).resolve().parents[2]
 SEAMWATCH = Path(sys.executable).parent / "seamwatch"
-
-T = TypeVar("T")
 
 
 def browser_available() -> bool:
@@ -76,7 +74,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def wait_for(
+def wait_for[T](
     check: Callable[[], T],
     *,
     timeout: float,
@@ -98,8 +96,14 @@ def wait_for(
 
 
 @contextlib.contextmanager
-def chromium(*, width: int = 1440, height: int = 1000) -> Iterator[Any]:
-    """A headless Chromium driven through /usr/bin/chromedriver, with a fresh profile."""
+def chromium(
+    *, width: int = 1440, height: int = 1000, performance_log: bool = False
+) -> Iterator[Any]:
+    """A headless Chromium driven through /usr/bin/chromedriver, with a fresh profile.
+
+    With `performance_log`, `driver.get_log("performance")` returns the DevTools network events
+    (every URL the page requested).
+    """
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -120,6 +124,8 @@ def chromium(*, width: int = 1440, height: int = 1000) -> Iterator[Any]:
         f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
+    if performance_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     # An explicit driver path: Selenium Manager is never asked to find (or download) one.
     service = Service(executable_path=str(CHROMEDRIVER))
     driver = webdriver.Chrome(service=service, options=options)
