@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
+from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -188,23 +189,10 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
 def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
     events = timeline.sse_events.select(_EVENTS)
-    cursor_at = events.group_by(
-        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
-    ).agg(pl.col("stream_pos").max().alias("c_pos"))
-    resumes = (
-        timeline.resumptions.filter(
-            (pl.col("status") == "resolved") & (pl.col("answer_stream_id") == pl.col("stream_id"))
-        )
-        .select(
-            "stream_id",
-            "cursor",
-            "cursor_flow_id",
-            pl.col("flow_id").alias("r_flow"),
-            pl.col("ts").alias("r_ts"),
-            pl.col("answer_incarnation").alias("r_inc"),
-            pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
-        )
-        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    resumes = resumed_at_cursor(
+        timeline.resumptions,
+        events,
+        pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
     )
     found = (
         _carried(resumes, events),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
+from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -35,26 +36,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     columns = ("stream_id", "flow_id", "ts", "incarnation", "stream_pos", "event_id", "id_only",
                "payload_hash")  # fmt: skip
     events = timeline.sse_events.select(columns)
-    cursor_at = events.group_by(
-        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
-    ).agg(pl.col("stream_pos").max().alias("c_pos"))
-    resumes = (
-        timeline.resumptions.filter(
-            (pl.col("status") == "resolved")
-            & (pl.col("answer_stream_id") == pl.col("stream_id"))
-            & pl.col("answer_status").is_between(200, 299)
-        )
-        .select(
-            "stream_id",
-            "cursor",
-            "cursor_flow_id",
-            "cursor_replica",
-            "answer_replica",
-            pl.col("flow_id").alias("r_flow"),
-            pl.col("ts").alias("r_ts"),
-            pl.col("answer_incarnation").alias("r_inc"),
-        )
-        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    resumes = resumed_at_cursor(
+        timeline.resumptions.filter(pl.col("answer_status").is_between(200, 299)),
+        events,
+        "cursor_replica",
+        "answer_replica",
     )
     placed = resumes.join(events, on="stream_id")
     due = placed.filter(

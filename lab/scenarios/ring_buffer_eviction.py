@@ -23,8 +23,9 @@ from pathlib import Path
 import httpx
 
 from lab.clients.raw import SessionedClient
-from lab.faults.launch import MCP_PATH, FaultReplica, progress_call, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
+from lab.scenarios._dropped_call import drop_call_at, end_session, run_behind_proxy
 
 BUFFER_SIZE = 4
 REPORT = {"steps": 8}
@@ -34,13 +35,7 @@ CURSOR = "e4"
 async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
     async with httpx.AsyncClient(timeout=10.0) as http:
         client = SessionedClient(http, url, client_name="seamwatch-lab-ring-buffer")
-        await client.initialize()
-        ctx.note("session", client.session_id)
-        await client.request("tools/list")
-        call_id = client.next_id()
-        async with client.post(progress_call(call_id, "slow_report", REPORT)) as call:
-            await call.until(lambda event: event.id == CURSOR)
-            ctx.note("call_event_ids", [e.id for e in call.events])
+        call_id = await drop_call_at(ctx, client, report=REPORT, cursor=CURSOR)
         state = await server.settle()  # the tool ran to its end while the client was away
         ctx.note("buffer_at_resume", state["buffers"][client.session_id])
 
@@ -58,22 +53,18 @@ async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
         ctx.note("replayed_progress", progress)
         if replayed[0] != "e7":
             raise LabError(f"expected the surviving tail from e7, got {replayed}")
-        status = await client.delete()
-        if status != 200:
-            raise LabError(f"DELETE answered {status}")
+        await end_session(client)
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="ring-buffer",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="ring",
         buffer_size=BUFFER_SIZE,
         pause_after=3,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, server, url)
 
 
 SCENARIO = Scenario(

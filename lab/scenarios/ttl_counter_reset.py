@@ -29,8 +29,9 @@ from pathlib import Path
 import httpx
 
 from lab.clients.raw import SessionedClient
-from lab.faults.launch import MCP_PATH, FaultReplica, progress_call, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
+from lab.scenarios._dropped_call import drop_call_at, end_session, run_behind_proxy
 
 BUFFER_TTL_S = 0.3
 REPORT = {"steps": 4}
@@ -40,13 +41,7 @@ CURSOR = "e3"
 async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
     async with httpx.AsyncClient(timeout=10.0) as http:
         client = SessionedClient(http, url, client_name="seamwatch-lab-ttl")
-        await client.initialize()
-        ctx.note("session", client.session_id)
-        await client.request("tools/list")
-        call_id = client.next_id()
-        async with client.post(progress_call(call_id, "slow_report", REPORT)) as call:
-            await call.until(lambda event: event.id == CURSOR)
-            ctx.note("call_event_ids", [e.id for e in call.events])
+        await drop_call_at(ctx, client, report=REPORT, cursor=CURSOR)
         state = await server.settle(collected=True)
         ctx.note("collected_buffers", state["collected"])
 
@@ -57,22 +52,18 @@ async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
             ctx.note("resume_event_ids", [e.id for e in resumed.events])
         if [e.id for e in resumed.events] != ["e1", "e2"]:
             raise LabError(f"the counter did not restart: {resumed.events}")
-        status = await client.delete()
-        if status != 200:
-            raise LabError(f"DELETE answered {status}")
+        await end_session(client)
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="ttl",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="ttl",
         buffer_ttl=BUFFER_TTL_S,
         pause_after=2,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, server, url)
 
 
 SCENARIO = Scenario(

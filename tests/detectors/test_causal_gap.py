@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.detectors import run_detectors
 from analyzer.detectors.causal_gap import DETECTOR
-from tests.support.records import Capture, event, req, res, sse, timeline_of
+from tests.support.records import Capture, event, req, res, sse
+from tests.support.streams import Session, findings, note, prime, progress
 
-VERSION = "2025-11-25"
 U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f47",
      "0c8e5b7a-9d14-4e2f-b6a1-3f7c9e2d8b50", "d27f4a13-6c5e-4b98-a0e1-8b3c7d9f1e62",
      "91b0e8d2-4a6f-4c37-9e15-2d8a6b4c0f73", "5e2a7c91-0b3d-4f68-8a24-c6e1f9d7b384",
@@ -19,62 +18,12 @@ U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f
 TS = "15ebf62e-07b4-4391-a83e-033ef8d202cf_17500000001{:02d}_x{}k3j"  # TypeScript SDK shape
 
 
-def prime(i: str) -> str:
-    return event(id=i, data="")
-
-
-def progress(i: str, value: float, token: str = "t1") -> str:
-    return event(req("notifications/progress", progressToken=token, progress=value), id=i)
-
-
 def result(i: str, rid: int) -> str:
     return event(res(rid, content=[{"type": "text", "text": "done"}]), id=i)
 
 
-def note(i: str, text: str) -> str:
-    return event(req("notifications/message", level="info", data=text), id=i)
-
-
-class Session:
-    """A sessioned (2025-11-25) client: initialize, streamed calls, resumes."""
-
-    def __init__(self, c: Capture, sid: str) -> None:
-        self.c, self.sid = c, sid
-        f = c.request(body=req("initialize", 0, protocolVersion=VERSION, clientInfo={"name": "t"}))
-        c.response(f, body=res(0, protocolVersion=VERSION), headers={"Mcp-Session-Id": sid})
-
-    def headers(self, **more: str) -> dict[str, str]:
-        return {"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": VERSION, **more}
-
-    def _stream(self, f: str, blocks: tuple[str, ...], end: str, replica: str) -> str:
-        self.c.response(f, sse=True, replica=replica)
-        for n, block in enumerate(blocks):
-            self.c.chunk(f, sse(block), n=n)
-        self.c.end(f, end)
-        return f
-
-    def call(self, rid: int, *blocks: str, end: str = "client_closed", replica: str = "a") -> str:
-        body = req("tools/call", rid, name="report", arguments={}, _meta={"progressToken": "t1"})
-        f = self.c.request(body=body, headers=self.headers())
-        return self._stream(f, blocks, end, replica)
-
-    def get(self, *blocks: str, end: str = "client_closed", replica: str = "a") -> str:
-        f = self.c.request("GET", headers=self.headers())
-        return self._stream(f, blocks, end, replica)
-
-    def resume(self, cursor: str, *blocks: str, end: str = "complete", replica: str = "a") -> str:
-        f = self.c.request("GET", headers=self.headers(**{"Last-Event-ID": cursor}))
-        return self._stream(f, blocks, end, replica)
-
-    def cancel(self, rid: int) -> None:
-        body = req("notifications/cancelled", requestId=rid)
-        self.c.response(self.c.request(body=body, headers=self.headers()), 202)
-
-
 def run(build: Callable[[Capture], None]) -> list[dict[str, Any]]:
-    c = Capture().open()
-    build(c)
-    return run_detectors(timeline_of(c), only=[DETECTOR.id]).to_dicts()
+    return findings(build, DETECTOR.id, opened=True).to_dicts()
 
 
 # --- must flag --------------------------------------------------------------------------------

@@ -7,65 +7,23 @@ from typing import Any
 
 import pytest
 
-from analyzer.detectors import run_detectors
 from analyzer.detectors.counter_reset import DETECTOR
-from tests.support.records import Capture, event, req, res, sse, timeline_of
+from tests.support.records import Capture
+from tests.support.streams import Session, findings, note, prime, progress
 
-VERSION = "2025-11-25"
 U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f47",
      "0c8e5b7a-9d14-4e2f-b6a1-3f7c9e2d8b50", "d27f4a13-6c5e-4b98-a0e1-8b3c7d9f1e62")  # fmt: skip
 # TypeScript SDK ids, `<streamId>_<epoch-ms>_<rand>`, here with an all-digit random part.
 TS = "15ebf62e-07b4-4391-a83e-033ef8d202cf_{}_{}"
 
 
-def prime(i: str) -> str:
-    return event(id=i, data="")
-
-
-def progress(i: str, value: int) -> str:
-    return event(req("notifications/progress", progressToken="t1", progress=value), id=i)
-
-
-def note(i: str, text: str) -> str:
-    return event(req("notifications/message", level="info", data=text), id=i)
-
-
-class Session:
-    """A sessioned (2025-11-25) client: initialize, streamed calls, resumes."""
-
-    def __init__(self, c: Capture, sid: str) -> None:
-        self.c, self.sid = c, sid
-        f = c.request(body=req("initialize", 0, protocolVersion=VERSION, clientInfo={"name": "t"}))
-        c.response(f, body=res(0, protocolVersion=VERSION), headers={"Mcp-Session-Id": sid})
-
-    def headers(self, **more: str) -> dict[str, str]:
-        return {"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": VERSION, **more}
-
-    def open(self, rid: int | None = None) -> str:
-        """A tools/call answered with an event stream, or a standalone GET when rid is None."""
-        if rid is None:
-            f = self.c.request("GET", headers=self.headers())
-        else:
-            body = req("tools/call", rid, name="report", arguments={})
-            f = self.c.request(body=body, headers=self.headers())
-        self.c.response(f, sse=True)
-        return f
-
-    def resume(self, cursor: str) -> str:
-        f = self.c.request("GET", headers=self.headers(**{"Last-Event-ID": cursor}))
-        self.c.response(f, sse=True, replica="b")
-        return f
-
-    def send(self, f: str, n: int, *blocks: str, end: str | None = None) -> None:
-        self.c.chunk(f, sse(*blocks), n=n)
-        if end is not None:
-            self.c.end(f, end)
+def resume(s: Session, cursor: str) -> str:
+    """A resume from `cursor` that replica b answers; its chunks are sent by hand."""
+    return s.open(cursor=cursor, replica="b")
 
 
 def run(build: Callable[[Capture], None]) -> list[dict[str, Any]]:
-    c = Capture().open()
-    build(c)
-    return run_detectors(timeline_of(c), only=[DETECTOR.id]).to_dicts()
+    return findings(build, DETECTOR.id, opened=True).to_dicts()
 
 
 # --- must flag --------------------------------------------------------------------------------
@@ -74,13 +32,13 @@ def run(build: Callable[[Capture], None]) -> list[dict[str, Any]]:
 def ttl_collected_buffer(c: Capture) -> None:
     s = Session(c, "ttl-1")
     s.send(s.open(3), 0, prime("e1"), progress("e2", 1), progress("e3", 2), end="client_closed")
-    s.send(s.resume("e3"), 0, prime("e1"), note("e2", "fresh"), end="client_closed")
+    s.send(resume(s, "e3"), 0, prime("e1"), note("e2", "fresh"), end="client_closed")
 
 
 def restarted_below_the_cursor_without_collision(c: Capture) -> None:
     s = Session(c, "S1")
     s.send(s.open(3), 0, progress("105", 1), progress("106", 2), progress("107", 3), end="error")
-    s.send(s.resume("107"), 0, progress("101", 4), end="complete")
+    s.send(resume(s, "107"), 0, progress("101", 4), end="complete")
 
 
 def ran_backwards_within_one_response(c: Capture) -> None:
@@ -119,7 +77,7 @@ def test_ttl_detail_names_the_cursor_and_the_collision() -> None:
 def exact_replay_from_an_older_point(c: Capture) -> None:
     s = Session(c, "S1")
     s.send(s.open(3), 0, prime("e5"), progress("e6", 1), progress("e7", 2), end="client_closed")
-    s.send(s.resume("e7"), 0, progress("e6", 1), progress("e7", 2), progress("e8", 3), prime("e9"))
+    s.send(resume(s, "e7"), 0, progress("e6", 1), progress("e7", 2), progress("e8", 3), prime("e9"))
 
 
 def interleaved_streams_share_one_counter(c: Capture) -> None:
@@ -129,7 +87,7 @@ def interleaved_streams_share_one_counter(c: Capture) -> None:
         s.send(a, n, progress(i, n))
         s.send(b, n, progress(j, n))
     s.c.end(a, "client_closed")
-    s.send(s.resume("3"), 0, progress("5", 2), progress("7", 3), end="complete")
+    s.send(resume(s, "3"), 0, progress("5", 2), progress("7", 3), end="complete")
 
 
 def epoch_milliseconds_run_back_across_replicas(c: Capture) -> None:
@@ -137,7 +95,7 @@ def epoch_milliseconds_run_back_across_replicas(c: Capture) -> None:
     first = (TS.format(1750000000120, 11), TS.format(1750000000125, 12))
     s.send(s.open(3), 0, prime(first[0]), progress(first[1], 1), end="client_closed")
     s.send(
-        s.resume(first[1]),
+        resume(s, first[1]),
         0,
         prime(TS.format(1750000000090, 13)),
         progress(TS.format(1750000000095, 14), 2),
@@ -147,13 +105,13 @@ def epoch_milliseconds_run_back_across_replicas(c: Capture) -> None:
 def uuid_ids(c: Capture) -> None:
     s = Session(c, "S1")
     s.send(s.open(3), 0, prime(U[0]), progress(U[1], 1), end="client_closed")
-    s.send(s.resume(U[1]), 0, progress(U[2], 2), prime(U[3]), end="complete")
+    s.send(resume(s, U[1]), 0, progress(U[2], 2), prime(U[3]), end="complete")
 
 
 def different_prefix_after_the_resume(c: Capture) -> None:
     s = Session(c, "S1")
     s.send(s.open(3), 0, prime("a-7"), progress("a-8", 1), end="client_closed")
-    s.send(s.resume("a-8"), 0, progress("b-1", 2), progress("b-2", 3), end="complete")
+    s.send(resume(s, "a-8"), 0, progress("b-1", 2), progress("b-2", 3), end="complete")
 
 
 CLEAN = {

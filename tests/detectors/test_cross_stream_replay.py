@@ -6,11 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from analyzer.detectors import run_detectors
 from analyzer.detectors.cross_stream_replay import DETECTOR
-from tests.support.records import Capture, event, req, res, sse, timeline_of
+from tests.support.records import Capture, event, req, res, timeline_of
+from tests.support.streams import S1, findings, initialized, stream
 
-S1 = {"Mcp-Session-Id": "S1"}
 A = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 B = "1f2e3d4c-5b6a-4978-8a7b-6c5d4e3f2a1b"
 
@@ -24,25 +23,12 @@ def progress(token: str, n: int) -> dict[str, object]:
     return req("notifications/progress", progressToken=token, progress=n)
 
 
-def initialized(c: Capture) -> None:
-    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
-    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
-
-
 def call(c: Capture, rid: int, blocks: list[str], how: str = "complete") -> str:
-    f = c.request(body=req("tools/call", rid, name="t", arguments={}), headers=S1)
-    c.response(f, sse=True)
-    c.chunk(f, sse(*blocks), n=0)
-    c.end(f, how)
-    return f
+    return stream(c, blocks, body=req("tools/call", rid, name="t", arguments={}), how=how)
 
 
 def resume(c: Capture, cursor: str, blocks: list[str]) -> str:
-    f = c.request("GET", headers={**S1, "Last-Event-ID": cursor})
-    c.response(f, sse=True)
-    c.chunk(f, sse(*blocks), n=0)
-    c.end(f)
-    return f
+    return stream(c, blocks, headers={**S1, "Last-Event-ID": cursor})
 
 
 def two_calls(c: Capture, ids: tuple[str, str, str, str]) -> None:
@@ -94,9 +80,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
 def test_cases(
     build: Callable[[Capture], None], expected: list[tuple[list[str], list[str]]]
 ) -> None:
-    c = Capture()
-    build(c)
-    found = run_detectors(timeline_of(c), only=["cross-stream-replay"])
+    found = findings(build, "cross-stream-replay", opened=False)
     assert found["detector"].to_list() == ["cross-stream-replay"] * len(expected)
     assert set(found["severity"].to_list()) <= {"high"}
     got = [(list(e), list(r)) for e, r in found.select("event_ids", "request_ids").rows()]

@@ -6,27 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from analyzer.detectors import run_detectors
 from analyzer.detectors.duplicate_response import DETECTOR
 from tests.support.records import Capture, event, req, res, sse, timeline_of
+from tests.support.streams import S1, findings, initialized, stream
 
-S1 = {"Mcp-Session-Id": "S1"}
 V26 = {"MCP-Protocol-Version": "2026-07-28"}
 UUID = "3c9e2a71-8b4d-4f6a-a1e5-7d2c9b0e4f18"
-
-
-def initialized(c: Capture) -> None:
-    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
-    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
-
-
-def stream(c: Capture, blocks: list[str], *, body: object = None, how: str = "complete",
-           headers: dict[str, str] = S1) -> str:  # fmt: skip
-    f = c.request("POST" if body is not None else "GET", body=body, headers=headers)
-    c.response(f, sse=True)
-    c.chunk(f, sse(*blocks), n=0)
-    c.end(f, how)
-    return f
 
 
 def call(rid: int) -> dict[str, object]:
@@ -103,9 +88,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
 def test_cases(
     build: Callable[[Capture], None], expected: list[tuple[list[str], list[str]]]
 ) -> None:
-    c = Capture()
-    build(c)
-    found = run_detectors(timeline_of(c), only=["duplicate-response"])
+    found = findings(build, "duplicate-response", opened=False)
     assert found["detector"].to_list() == ["duplicate-response"] * len(expected)
     assert set(found["severity"].to_list()) <= {"high"}
     got = [(list(r), list(e)) for r, e in found.select("request_ids", "event_ids").rows()]

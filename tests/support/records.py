@@ -16,6 +16,8 @@ T0_NS = 1_750_000_000_000_000_000
 """ts_ns of the first record (2025-06-15T15:06:40Z)."""
 
 JSONRPC = "2.0"
+UPSTREAM = "127.0.0.1:9000"
+"""The origin every built record names (the default `replica` of a response)."""
 
 
 def ms(at: float) -> int:
@@ -89,7 +91,7 @@ class Capture:
             mitmproxy_version="12.3.1",
             redaction={"enabled": False},
             listen="127.0.0.1:8080",
-            upstream="127.0.0.1:9000",
+            upstream=UPSTREAM,
             **extra,
         )
         return self
@@ -126,7 +128,7 @@ class Capture:
             http_version="HTTP/1.1",
             headers=[[k, v] for k, v in hdrs.items()],
             client=client or self.client,
-            upstream="127.0.0.1:9000",
+            upstream=UPSTREAM,
             body=None if raw is None else body_from_bytes(raw),
         )
         return flow
@@ -139,7 +141,7 @@ class Capture:
         *,
         sse: bool = False,
         headers: dict[str, str] | None = None,
-        replica: str | None = "127.0.0.1:9000",
+        replica: str | None = UPSTREAM,
         at: float | None = None,
     ) -> Capture:
         hdrs = dict(headers or {})

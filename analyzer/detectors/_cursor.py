@@ -1,0 +1,39 @@
+"""Where a resume's cursor stands in the stream it resumes, for the detectors that judge replays.
+
+Not a detector: the leading underscore keeps it out of the check that every detector module is
+listed (tests/detectors/test_registry.py).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def resumed_at_cursor(
+    resumptions: pl.LazyFrame, events: pl.LazyFrame, *more: str | pl.Expr
+) -> pl.LazyFrame:
+    """The resumes that became an incarnation of their own stream, placed at their cursor.
+
+    Columns `stream_id, cursor, cursor_flow_id, r_flow, r_ts, r_inc` (the resume's flow, time
+    and answer incarnation), then `more`, then `c_pos`: the last `stream_pos` at which the flow
+    that issued the cursor carried that event id. A resume whose cursor that flow never carried
+    drops out.
+    """
+    cursor_at = events.group_by(
+        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
+    ).agg(pl.col("stream_pos").max().alias("c_pos"))
+    return (
+        resumptions.filter(
+            (pl.col("status") == "resolved") & (pl.col("answer_stream_id") == pl.col("stream_id"))
+        )
+        .select(
+            "stream_id",
+            "cursor",
+            "cursor_flow_id",
+            pl.col("flow_id").alias("r_flow"),
+            pl.col("ts").alias("r_ts"),
+            pl.col("answer_incarnation").alias("r_inc"),
+            *more,
+        )
+        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    )

@@ -1,0 +1,144 @@
+"""Named traffic builders for detector tests: sessions, event streams and resumes on `Capture`.
+
+`records.py` writes single records; this module writes the exchanges detector tests build again
+and again (a 2025-11-25 session, a tools/call answered with SSE, a `Last-Event-ID` resume), so
+that a test's table reads as the traffic it stands for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from analyzer.detectors import run_detectors
+from tests.support.records import UPSTREAM, Capture, event, req, res, sse, timeline_of
+
+VERSION = "2025-11-25"
+S1 = {"Mcp-Session-Id": "S1"}
+
+
+def findings(build: Callable[[Capture], None], detector: str, *, opened: bool) -> pl.DataFrame:
+    """What `detector` alone finds in what `build` writes (after a capture_open if `opened`)."""
+    c = Capture().open() if opened else Capture()
+    build(c)
+    return run_detectors(timeline_of(c), only=[detector])
+
+
+# --- events -----------------------------------------------------------------------------------
+
+
+def prime(i: str) -> str:
+    """A priming event: an id and empty data."""
+    return event(id=i, data="")
+
+
+def progress(i: str, value: float, token: str = "t1") -> str:
+    """A `notifications/progress` event."""
+    return event(req("notifications/progress", progressToken=token, progress=value), id=i)
+
+
+def note(i: str, text: str) -> str:
+    """A `notifications/message` event."""
+    return event(req("notifications/message", level="info", data=text), id=i)
+
+
+# --- session S1, one chunk a stream -----------------------------------------------------------
+
+
+def initialized(c: Capture) -> None:
+    """initialize answered with JSON and session S1."""
+    f = c.request(body=req("initialize", 0, protocolVersion=VERSION, capabilities={}))
+    c.response(f, body=res(0, protocolVersion=VERSION), headers=S1)
+
+
+def stream(
+    c: Capture,
+    blocks: list[str],
+    *,
+    body: object = None,
+    how: str = "complete",
+    headers: dict[str, str] = S1,
+) -> str:
+    """A POST of `body` (a GET when None) answered with SSE: `blocks` in one chunk, then the end."""
+    f = c.request("POST" if body is not None else "GET", body=body, headers=headers)
+    c.response(f, sse=True)
+    c.chunk(f, sse(*blocks), n=0)
+    c.end(f, how)
+    return f
+
+
+# --- a session of one's own, one chunk an event -----------------------------------------------
+
+
+class Session:
+    """A sessioned (2025-11-25) client: initialize, streamed calls, resumes."""
+
+    def __init__(self, c: Capture, sid: str) -> None:
+        self.c, self.sid = c, sid
+        f = c.request(body=req("initialize", 0, protocolVersion=VERSION, clientInfo={"name": "t"}))
+        c.response(f, body=res(0, protocolVersion=VERSION), headers={"Mcp-Session-Id": sid})
+
+    def headers(self, **more: str) -> dict[str, str]:
+        return {"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": VERSION, **more}
+
+    def open(
+        self,
+        rid: int | None = None,
+        *,
+        cursor: str | None = None,
+        token: str | None = None,
+        replica: str = UPSTREAM,
+        status: int = 200,
+    ) -> str:
+        """Request a stream and record its response head (an event stream when 200).
+
+        A tools/call `rid` (asking for progress on `token`, if given); without `rid` a GET: the
+        resume from `cursor`, or the standalone stream.
+        """
+        if rid is None:
+            resume = {} if cursor is None else {"Last-Event-ID": cursor}
+            f = self.c.request("GET", headers=self.headers(**resume))
+        else:
+            meta = {} if token is None else {"_meta": {"progressToken": token}}
+            body = req("tools/call", rid, name="report", arguments={}, **meta)
+            f = self.c.request(body=body, headers=self.headers())
+        self.c.response(f, status, sse=status == 200, replica=replica)
+        return f
+
+    def send(self, f: str, n: int, *blocks: str, end: str | None = None) -> None:
+        """Chunk `n` of stream `f`, carrying `blocks`; then the stream's end, if given."""
+        self.c.chunk(f, sse(*blocks), n=n)
+        if end is not None:
+            self.c.end(f, end)
+
+    def _events(self, f: str, blocks: tuple[str, ...], end: str) -> str:
+        for n, block in enumerate(blocks):
+            self.send(f, n, block)
+        self.c.end(f, end)
+        return f
+
+    def call(self, rid: int, *blocks: str, end: str = "client_closed", replica: str = "a") -> str:
+        """tools/call `rid` with progress token t1, answered with `blocks`, one chunk each."""
+        return self._events(self.open(rid, token="t1", replica=replica), blocks, end)
+
+    def get(self, *blocks: str, end: str = "client_closed", replica: str = "a") -> str:
+        """The standalone GET stream, carrying `blocks`, one chunk each."""
+        return self._events(self.open(replica=replica), blocks, end)
+
+    def resume(
+        self,
+        cursor: str,
+        *blocks: str,
+        end: str = "complete",
+        replica: str = "a",
+        status: int = 200,
+    ) -> str:
+        """A GET with `Last-Event-ID: cursor`, answered `status` with `blocks`, one chunk each."""
+        f = self.open(cursor=cursor, replica=replica, status=status)
+        return self._events(f, blocks, end)
+
+    def cancel(self, rid: int) -> None:
+        """`notifications/cancelled` for `rid`, answered 202."""
+        body = req("notifications/cancelled", requestId=rid)
+        self.c.response(self.c.request(body=body, headers=self.headers()), 202)
