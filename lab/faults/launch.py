@@ -53,6 +53,9 @@ def start_replica(
     buffer_size: int | None = None,
     buffer_ttl: float | None = None,
     pause_after: int | None = None,
+    retry_ms: int | None = None,
+    close_after: int | None = None,
+    ignore_delete: bool = False,
 ) -> FaultReplica:
     """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
     port = ctx.free_port()
@@ -67,6 +70,12 @@ def start_replica(
         argv += ["--buffer-ttl", str(buffer_ttl)]
     if pause_after is not None:
         argv += ["--pause-after", str(pause_after)]
+    if retry_ms is not None:
+        argv += ["--retry-ms", str(retry_ms)]
+    if close_after is not None:
+        argv += ["--close-after", str(close_after)]
+    if ignore_delete:
+        argv.append("--ignore-delete")
     ctx.start_process(argv, name=replica, port=port)
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 

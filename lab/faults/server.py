@@ -21,6 +21,13 @@ What it does wrong, on purpose (DESIGN.md §7):
   notifications until the client's connection for it is gone, then runs to the end into the
   buffer (the tool keeps running while the client is away, as disconnection is not
   cancellation).
+- `--retry-ms MS`: every priming event carries `retry: MS` (how long a client must wait before it
+  resumes a stream the server closed).
+- `--close-after K`: the first streamed tool call's connection is ended by the server (a clean
+  end of the response) right after K progress notifications; the tool runs on to the end into
+  the buffer, to be fetched by a resume.
+- `--ignore-delete`: DELETE answers 200 but the session lives on (it stays in the store, its
+  streams stay open): later requests and resumes carrying it are still served.
 
 Every response carries `X-Served-By: <replica>`. Control endpoints for the scenarios, called
 directly (never through the proxy, so they are not captured): `GET /lab/state`,
@@ -110,6 +117,7 @@ class Event:
     n: int
     stream: str
     data: str
+    retry: int | None = None  # a `retry:` field (ms), sent on priming events when asked
 
     @property
     def id(self) -> str:
@@ -118,7 +126,8 @@ class Event:
     def frame(self) -> bytes:
         if not self.data:
             # 2025-11-25 priming event: an id and empty data, so the client holds a cursor.
-            return f"id: {self.id}\ndata: \n\n".encode()
+            retry = "" if self.retry is None else f"retry: {self.retry}\n"
+            return f"id: {self.id}\n{retry}data: \n\n".encode()
         return f"event: message\nid: {self.id}\ndata: {self.data}\n\n".encode()
 
 
@@ -130,9 +139,9 @@ class EventBuffer:
         self.events: deque[Event] = deque(maxlen=size)
         self.touched = time.monotonic()
 
-    def issue(self, stream: str, data: str) -> Event:
+    def issue(self, stream: str, data: str, retry: int | None = None) -> Event:
         self.counter += 1
-        event = Event(self.counter, stream, data)
+        event = Event(self.counter, stream, data, retry)
         self.events.append(event)
         self.touched = time.monotonic()
         return event
@@ -211,6 +220,9 @@ class Faults:
     buffer_size: int | None = None
     buffer_ttl: float | None = None
     pause_after: int | None = None
+    retry_ms: int | None = None
+    close_after: int | None = None
+    ignore_delete: bool = False
 
 
 class SseResponse:
@@ -284,7 +296,8 @@ class FaultServer:
         stream = Stream(f"{self.faults.replica}/s{next(self.stream_ids)}", session)
         self.streams[stream.id] = stream
         outbox = stream.attach()
-        outbox.put_nowait(self.buffer(session).issue(stream.id, ""))  # the priming event
+        priming = self.buffer(session).issue(stream.id, "", self.faults.retry_ms)
+        outbox.put_nowait(priming)
         return stream, outbox
 
     def publish(self, stream: Stream, message: Json, *, final: bool = False) -> Event:
@@ -349,10 +362,22 @@ class FaultServer:
         """Send progress and the result on `stream`; pause for the client to go if asked."""
         self.streamed_calls += 1
         pause = self.faults.pause_after if self.streamed_calls == 1 else None
+        close = self.faults.close_after if self.streamed_calls == 1 else None
         try:
             for step in range(1, steps + 1):
                 progress = {"progressToken": token, "progress": step, "total": steps}
                 self.publish(stream, notification("notifications/progress", progress))
+                if step == close and stream.outbox is not None:
+                    log.info(
+                        "%s: %s closed by the server after step %d",
+                        self.faults.replica,
+                        stream.id,
+                        step,
+                    )
+                    # End the response now; what follows only goes into the buffer.
+                    stream.outbox.put_nowait(None)
+                    stream.outbox = None
+                    stream.gone.set()
                 if step == pause:
                     log.info("%s: %s paused after step %d", self.faults.replica, stream.id, step)
                     await stream.gone.wait()
@@ -447,6 +472,9 @@ class FaultServer:
         session, refusal = self.session_of(request)
         if refusal is not None:
             return refusal
+        if self.faults.ignore_delete:
+            log.info("%s: DELETE of %s ignored (answered 200)", self.faults.replica, session)
+            return Response(status_code=200)
         self.store.delete(session)
         for stream in self.streams.values():
             if stream.session == session and stream.outbox is not None:
@@ -552,9 +580,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--buffer-size", type=int, help="ring buffer: keep the last N events")
     parser.add_argument("--buffer-ttl", type=float, help="collect idle buffers after S seconds")
     parser.add_argument("--pause-after", type=int, help="first streamed call waits after K steps")
+    parser.add_argument("--retry-ms", type=int, help="priming events carry `retry: MS`")
+    parser.add_argument(
+        "--close-after", type=int, help="the server ends the first streamed call after K steps"
+    )
+    parser.add_argument(
+        "--ignore-delete", action="store_true", help="DELETE answers 200, the session lives on"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    faults = Faults(args.replica, args.buffer_size, args.buffer_ttl, args.pause_after)
+    faults = Faults(
+        args.replica,
+        args.buffer_size,
+        args.buffer_ttl,
+        args.pause_after,
+        retry_ms=args.retry_ms,
+        close_after=args.close_after,
+        ignore_delete=args.ignore_delete,
+    )
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
     uvicorn.run(
         app,

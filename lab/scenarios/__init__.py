@@ -7,8 +7,10 @@ from lab.scenarios import (
     clean_modern,
     clean_resume,
     clean_typescript,
+    early_resume,
     legacy_cursor_carryover,
     modern_retry,
+    resume_after_delete,
     ring_buffer_eviction,
     round_robin_replicas,
     superseded_stream,
@@ -27,6 +29,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     round_robin_replicas.SCENARIO,
     ring_buffer_eviction.SCENARIO,
     ttl_counter_reset.SCENARIO,
+    resume_after_delete.SCENARIO,
+    early_resume.SCENARIO,
 )
 
 
