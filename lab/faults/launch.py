@@ -56,6 +56,8 @@ def start_replica(
     retry_ms: int | None = None,
     close_after: int | None = None,
     ignore_delete: bool = False,
+    response_on_get: bool = False,
+    stall_resumes: bool = False,
 ) -> FaultReplica:
     """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
     port = ctx.free_port()
@@ -76,6 +78,10 @@ def start_replica(
         argv += ["--close-after", str(close_after)]
     if ignore_delete:
         argv.append("--ignore-delete")
+    if response_on_get:
+        argv.append("--response-on-get")
+    if stall_resumes:
+        argv.append("--stall-resumes")
     ctx.start_process(argv, name=replica, port=port)
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 

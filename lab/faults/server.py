@@ -28,6 +28,12 @@ What it does wrong, on purpose (DESIGN.md §7):
   the buffer, to be fetched by a resume.
 - `--ignore-delete`: DELETE answers 200 but the session lives on (it stays in the store, its
   streams stay open): later requests and resumes carrying it are still served.
+- `--response-on-get`: a request answered with JSON (no progress token) is answered with 202
+  instead while its session has a standalone GET stream attached; its JSON-RPC response goes
+  out on that GET stream, which resumes no request's stream.
+- `--stall-resumes`: a resume whose cursor names an event of a stream still in the buffer answers
+  200 with only a new priming event (issued on that stream) and ends the response: nothing is
+  replayed, the pending result never comes.
 
 Every response carries `X-Served-By: <replica>`. Control endpoints for the scenarios, called
 directly (never through the proxy, so they are not captured): `GET /lab/state`,
@@ -223,6 +229,8 @@ class Faults:
     retry_ms: int | None = None
     close_after: int | None = None
     ignore_delete: bool = False
+    response_on_get: bool = False
+    stall_resumes: bool = False
 
 
 class SseResponse:
@@ -280,6 +288,7 @@ class FaultServer:
         self.store = store
         self.buffers: dict[str, EventBuffer] = {}
         self.streams: dict[str, Stream] = {}
+        self.standalone: dict[str, Stream] = {}  # session -> its latest fresh GET stream
         self.stream_ids = itertools.count(1)
         self.streamed_calls = 0
         self.collected: list[str] = []
@@ -422,6 +431,12 @@ class FaultServer:
         except KeyError:
             return rpc_error(request_id, -32602, f"unknown tool: {name}")
         token = (params.get("_meta") or {}).get("progressToken")
+        standalone = self.standalone.get(session) if self.faults.response_on_get else None
+        if token is None and standalone is not None and standalone.outbox is not None:
+            # The fault: the response goes on the standalone GET stream, the POST gets 202.
+            log.info("%s: response to id=%s on %s", self.faults.replica, request_id, standalone.id)
+            self.publish(standalone, {"jsonrpc": "2.0", "id": request_id, "result": result})
+            return Response(status_code=202, headers={"mcp-session-id": session})
         if token is None:
             return rpc_result(request_id, result, session)
         stream, outbox = self.open_stream(session)
@@ -449,13 +464,30 @@ class FaultServer:
                 if after is not None and e.n > after and e.data
             ]
             replayed = [e.id for e in tail]
+            if self.faults.stall_resumes:
+                resumed = next(
+                    (e.stream for e in self.buffer(session).events if e.n == after), None
+                )
+                if resumed is not None:
+                    log.info("%s: resume from %s stalled", self.faults.replica, cursor)
+                    return self.stall(self.streams[resumed])
             log.info("%s: resume from %s replays %s", self.faults.replica, cursor, replayed)
             if tail:
                 return self.replay(self.streams[tail[0].stream], tail)
         stream, outbox = self.open_stream(session)
+        self.standalone[session] = stream
         opened = {"replica": self.faults.replica, "stream": "standalone"}
         params = {"level": "info", "logger": "seamwatch-lab", "data": opened}
         self.publish(stream, notification("notifications/message", params))
+        return SseResponse(self, stream, outbox)
+
+    def stall(self, stream: Stream) -> SseResponse:
+        """The `--stall-resumes` fault: a new priming event on `stream`, then the end."""
+        if stream.outbox is not None:
+            stream.outbox.put_nowait(None)  # one connection per stream: end the old one
+        outbox = stream.attach()
+        outbox.put_nowait(self.buffer(stream.session).issue(stream.id, "", self.faults.retry_ms))
+        outbox.put_nowait(None)
         return SseResponse(self, stream, outbox)
 
     def replay(self, stream: Stream, tail: list[Event]) -> SseResponse:
@@ -587,6 +619,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--ignore-delete", action="store_true", help="DELETE answers 200, the session lives on"
     )
+    parser.add_argument(
+        "--response-on-get",
+        action="store_true",
+        help="answer JSON requests with 202 and their response on the standalone GET stream",
+    )
+    parser.add_argument(
+        "--stall-resumes",
+        action="store_true",
+        help="a resume of a buffered stream gets only a new priming event, then the end",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     faults = Faults(
@@ -597,6 +639,8 @@ def main(argv: list[str] | None = None) -> None:
         retry_ms=args.retry_ms,
         close_after=args.close_after,
         ignore_delete=args.ignore_delete,
+        response_on_get=args.response_on_get,
+        stall_resumes=args.stall_resumes,
     )
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
     uvicorn.run(

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from lab.framework import Scenario
 from lab.scenarios import (
+    clean_legacy_sse,
     clean_modern,
     clean_resume,
     clean_typescript,
     early_resume,
     legacy_cursor_carryover,
     modern_retry,
+    response_on_get,
     resume_after_delete,
+    resume_loop,
     ring_buffer_eviction,
     round_robin_replicas,
+    sdk_get_stream_replay,
     superseded_stream,
     ttl_counter_reset,
 )
@@ -23,7 +27,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     clean_modern.SCENARIO,
     legacy_cursor_carryover.SCENARIO,
     superseded_stream.SCENARIO,
+    sdk_get_stream_replay.SCENARIO,
     modern_retry.SCENARIO,
+    clean_legacy_sse.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
     round_robin_replicas.SCENARIO,
@@ -31,6 +37,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     ttl_counter_reset.SCENARIO,
     resume_after_delete.SCENARIO,
     early_resume.SCENARIO,
+    response_on_get.SCENARIO,
+    resume_loop.SCENARIO,
 )
 
 
