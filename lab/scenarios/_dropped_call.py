@@ -1,8 +1,9 @@
-"""What the buffer-fault scenarios share: one fault replica, a progress call dropped at a cursor.
+"""What the single-replica fault scenarios share: one fault replica behind the proxy, a session,
+a progress call dropped at a cursor or read until the server ends it.
 
-`ring_buffer_eviction` and `ttl_counter_reset` differ only in the buffer fault they switch on
-and in what the resume brings back; this module is not a scenario itself (the leading underscore
-keeps it out of the registry check in tests/lab/test_framework.py).
+The scenarios differ in the fault they switch on and in what the resume brings back; this module
+is not a scenario itself (the leading underscore keeps it out of the registry check in
+tests/lab/test_framework.py).
 """
 
 from __future__ import annotations
@@ -23,14 +24,35 @@ async def drop_call_at(
     initialize, notifications/initialized, tools/list, then the call with a progress token
     (answered with SSE); the connection closes when the event with id `cursor` arrived.
     """
-    await client.initialize()
-    ctx.note("session", client.session_id)
-    await client.request("tools/list")
+    await open_session(ctx, client)
     call_id: int = client.next_id()  # annotated: mypy may see lab.clients as skipped (Any)
     async with client.post(progress_call(call_id, "slow_report", report)) as call:
         await call.until(lambda event: event.id == cursor)
         ctx.note("call_event_ids", [e.id for e in call.events])
     return call_id
+
+
+async def call_until_server_ends(
+    ctx: LabContext, client: SessionedClient, *, report: dict[str, Any]
+) -> tuple[int, list[Any], str | None]:
+    """Open a session, then read `tools/call slow_report` until the server ends the response.
+
+    Returns the call's request id, the events it carried and the last event id seen.
+    """
+    await open_session(ctx, client)
+    call_id: int = client.next_id()
+    async with client.post(progress_call(call_id, "slow_report", report)) as call:
+        while await call.next_event() is not None:
+            pass  # read until the server ends the response
+    ctx.note("call_event_ids", [e.id for e in call.events])
+    return call_id, list(call.events), call.last_event_id
+
+
+async def open_session(ctx: LabContext, client: SessionedClient) -> None:
+    """initialize (+ notifications/initialized), then tools/list, so tools are annotated."""
+    await client.initialize()
+    ctx.note("session", client.session_id)
+    await client.request("tools/list")
 
 
 async def end_session(client: SessionedClient) -> None:
@@ -46,19 +68,16 @@ def run_behind_proxy(
     *,
     replica: str,
     session_prefix: str,
-    buffer_size: int | None = None,
-    buffer_ttl: float | None = None,
-    pause_after: int | None = None,
+    **faults: Any,
 ) -> None:
-    """Start one fault replica behind the capturing proxy and run `drive(ctx, server, url)`."""
+    """Start one fault replica (`faults`: `start_replica`'s switches) behind the capturing proxy,
+    then run `drive(ctx, server, url)`."""
     server = start_replica(
         ctx,
         replica=replica,
         store=ctx.out_dir / "sessions.sqlite3",
         session_prefix=session_prefix,
-        buffer_size=buffer_size,
-        buffer_ttl=buffer_ttl,
-        pause_after=pause_after,
+        **faults,
     )
     url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
     ctx.run_async(drive, ctx, server, url)

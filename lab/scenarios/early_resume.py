@@ -24,9 +24,9 @@ import anyio
 import httpx
 
 from lab.clients.raw import SessionedClient
-from lab.faults.launch import MCP_PATH, progress_call, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
-from lab.scenarios._dropped_call import end_session
+from lab.scenarios._dropped_call import call_until_server_ends, end_session, run_behind_proxy
 
 RETRY_MS = 2000
 CLOSE_AFTER = 2
@@ -37,20 +37,11 @@ REPORT = {"steps": 4}
 EARLY_WAIT_S = 0.1
 
 
-async def _drive(ctx: LabContext, url: str) -> None:
+async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
     async with httpx.AsyncClient(timeout=10.0) as http:
         client = SessionedClient(http, url, client_name="seamwatch-lab-early-resume")
-        await client.initialize()
-        ctx.note("session", client.session_id)
-        await client.request("tools/list")
-        call_id: int = client.next_id()
-        async with client.post(progress_call(call_id, "slow_report", REPORT)) as call:
-            while await call.next_event() is not None:
-                pass  # read until the server ends the response
-            events = list(call.events)
-        ctx.note("call_event_ids", [e.id for e in events])
+        call_id, events, cursor = await call_until_server_ends(ctx, client, report=REPORT)
         retries = [e.retry for e in events if e.retry is not None]
-        cursor = call.last_event_id
         if retries != [RETRY_MS] or cursor != "e3":
             raise LabError(f"expected retry {RETRY_MS} and cursor e3, got {retries}, {cursor}")
 
@@ -65,16 +56,14 @@ async def _drive(ctx: LabContext, url: str) -> None:
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="early-resume",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="early",
         retry_ms=RETRY_MS,
         close_after=CLOSE_AFTER,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, url)
 
 
 SCENARIO = Scenario(

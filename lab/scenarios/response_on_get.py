@@ -21,15 +21,15 @@ from pathlib import Path
 import httpx
 
 from lab.clients.raw import SessionedClient
-from lab.faults.launch import MCP_PATH, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
-from lab.scenarios._dropped_call import end_session
+from lab.scenarios._dropped_call import end_session, run_behind_proxy
 
 CALL_ID = 3  # initialize is 1, tools/list 2; checked against the run
 RESPONSE_EVENT = "e3"  # e1, e2: the GET stream's priming event and its notification
 
 
-async def _drive(ctx: LabContext, url: str) -> None:
+async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
     async with httpx.AsyncClient(timeout=10.0) as http:
         client = SessionedClient(http, url, client_name="seamwatch-lab-response-on-get")
         await client.initialize()
@@ -70,15 +70,13 @@ async def _drive(ctx: LabContext, url: str) -> None:
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="response-on-get",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="rog",
         response_on_get=True,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, url)
 
 
 SCENARIO = Scenario(

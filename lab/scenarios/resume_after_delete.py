@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 
 from lab.clients.raw import ClientError, SessionedClient
-from lab.faults.launch import MCP_PATH, FaultReplica, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
-from lab.scenarios._dropped_call import drop_call_at, end_session
+from lab.scenarios._dropped_call import drop_call_at, end_session, run_behind_proxy
 
 REPORT = {"steps": 3}
 CURSOR = "e2"
@@ -54,16 +54,14 @@ async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="ignore-delete",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="deleted",
         pause_after=1,
         ignore_delete=True,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, server, url)
 
 
 SCENARIO = Scenario(

@@ -28,29 +28,22 @@ from pathlib import Path
 import httpx
 
 from lab.clients.raw import SessionedClient
-from lab.faults.launch import MCP_PATH, progress_call, start_replica
+from lab.faults.launch import FaultReplica
 from lab.framework import LabContext, LabError, Scenario
-from lab.scenarios._dropped_call import end_session
+from lab.scenarios._dropped_call import call_until_server_ends, end_session, run_behind_proxy
 
 CLOSE_AFTER = 1
 REPORT = {"steps": 3}
 RESUMES = 5
 
 
-async def _drive(ctx: LabContext, url: str) -> None:
+async def _drive(ctx: LabContext, server: FaultReplica, url: str) -> None:
     async with httpx.AsyncClient(timeout=10.0) as http:
         client = SessionedClient(http, url, client_name="seamwatch-lab-resume-loop")
-        await client.initialize()
-        ctx.note("session", client.session_id)
-        await client.request("tools/list")
-        call_id: int = client.next_id()
-        async with client.post(progress_call(call_id, "slow_report", REPORT)) as call:
-            while await call.next_event() is not None:
-                pass  # read until the server ends the response
-        ctx.note("call_event_ids", [e.id for e in call.events])
-        cursor = call.last_event_id
-        if cursor != "e2":
-            raise LabError(f"expected the call's stream to end at e2, got {cursor}")
+        _, _, last = await call_until_server_ends(ctx, client, report=REPORT)
+        if last != "e2":
+            raise LabError(f"expected the call's stream to end at e2, got {last}")
+        cursor: str = last
 
         cursors: list[str] = []
         answers: list[list[str | None]] = []
@@ -71,16 +64,14 @@ async def _drive(ctx: LabContext, url: str) -> None:
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    run_behind_proxy(
         ctx,
+        _drive,
         replica="resume-loop",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="loop",
         close_after=CLOSE_AFTER,
         stall_resumes=True,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
-    ctx.run_async(_drive, ctx, url)
 
 
 SCENARIO = Scenario(
