@@ -33,6 +33,17 @@ class FaultReplica:
             state: dict[str, Any] = response.json()
             return state
 
+    async def notify(self, session: str, text: str) -> str:
+        """`/lab/notify`: a `notifications/message` on the session's standalone GET stream;
+        returns its event id."""
+        async with httpx.AsyncClient() as http:
+            response = await http.post(
+                f"{self.root}/lab/notify", params={"session": session, "text": text}
+            )
+        if response.status_code != 200:
+            raise LabError(f"{self.name} could not notify {session}: {response.text}")
+        return str(response.json()["event_id"])
+
     async def settle(self, *, collected: bool = False) -> dict[str, Any]:
         """Wait until no tool runs on the replica (and its buffers are collected, if asked)."""
         query = "?collected=1" if collected else ""
@@ -58,6 +69,9 @@ def start_replica(
     ignore_delete: bool = False,
     response_on_get: bool = False,
     stall_resumes: bool = False,
+    answer_twice: bool = False,
+    drop_response: bool = False,
+    fresh_resumes: bool = False,
 ) -> FaultReplica:
     """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
     port = ctx.free_port()
@@ -82,6 +96,20 @@ def start_replica(
         argv.append("--response-on-get")
     if stall_resumes:
         argv.append("--stall-resumes")
+    if answer_twice:
+        argv.append("--answer-twice")
+    if drop_response:
+        argv.append("--drop-response")
+    if fresh_resumes:
+        argv.append("--fresh-resumes")
+    ctx.start_process(argv, name=replica, port=port)
+    return FaultReplica(replica, f"http://127.0.0.1:{port}")
+
+
+def start_lenient_modern(ctx: LabContext, *, replica: str) -> FaultReplica:
+    """Start one `lab.faults.modern` server: 2026-07-28, Mcp-* headers never checked."""
+    port = ctx.free_port()
+    argv = python_argv("lab.faults.modern", "--port", str(port), "--replica", replica)
     ctx.start_process(argv, name=replica, port=port)
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 

@@ -34,13 +34,20 @@ What it does wrong, on purpose (DESIGN.md §7):
 - `--stall-resumes`: a resume whose cursor names an event of a stream still in the buffer answers
   200 with only a new priming event (issued on that stream) and ends the response: nothing is
   replayed, the pending result never comes.
+- `--answer-twice`: the first streamed tool call runs its tool a second time after the first
+  result and sends that second, different result on the same stream under the same request id.
+- `--drop-response`: the first streamed tool call finishes without its result: the stream counts
+  as finished (a resume's replay ends), but no response is ever issued.
+- `--fresh-resumes`: every resume is answered 200 with a fresh standalone stream (a priming event
+  and a `notifications/message`), whatever the buffer holds: nothing is ever replayed.
 
 Every response carries `X-Served-By: <replica>`. Control endpoints for the scenarios, called
 directly (never through the proxy, so they are not captured): `GET /lab/state`,
 `POST /lab/settle` (waits until no tool runs; `?collected=1` also until the TTL collected every
-buffer).
+buffer), `POST /lab/notify?session=S&text=T` (a `notifications/message` on the session's latest
+standalone GET stream).
 
-    python -m lab.faults.server --port 8001 --replica replica-a --store /tmp/sessions.sqlite3
+    python -m lab.faults.server --port 8001 --replica replica-a --store sessions.sqlite3
 """
 
 from __future__ import annotations
@@ -231,6 +238,9 @@ class Faults:
     ignore_delete: bool = False
     response_on_get: bool = False
     stall_resumes: bool = False
+    answer_twice: bool = False
+    drop_response: bool = False
+    fresh_resumes: bool = False
 
 
 class SseResponse:
@@ -320,6 +330,12 @@ class FaultServer:
                 stream.outbox.put_nowait(None)
         return event
 
+    def finish(self, stream: Stream) -> None:
+        """Mark `stream` finished and end its connection, if any, without issuing anything."""
+        stream.finished = True
+        if stream.outbox is not None:
+            stream.outbox.put_nowait(None)
+
     def detach(
         self, stream: Stream, outbox: asyncio.Queue[Event | None], *, client_left: bool
     ) -> None:
@@ -366,12 +382,22 @@ class FaultServer:
         raise KeyError(name)
 
     async def stream_call(
-        self, stream: Stream, request_id: object, token: object, result: Json, steps: int
+        self,
+        stream: Stream,
+        request_id: object,
+        token: object,
+        result: Json,
+        steps: int,
+        again: Callable[[], Json],
     ) -> None:
-        """Send progress and the result on `stream`; pause for the client to go if asked."""
+        """Send progress and the result on `stream`; pause for the client to go if asked.
+
+        `again` runs the tool once more, for `--answer-twice`.
+        """
         self.streamed_calls += 1
-        pause = self.faults.pause_after if self.streamed_calls == 1 else None
-        close = self.faults.close_after if self.streamed_calls == 1 else None
+        first = self.streamed_calls == 1
+        pause = self.faults.pause_after if first else None
+        close = self.faults.close_after if first else None
         try:
             for step in range(1, steps + 1):
                 progress = {"progressToken": token, "progress": step, "total": steps}
@@ -390,7 +416,18 @@ class FaultServer:
                 if step == pause:
                     log.info("%s: %s paused after step %d", self.faults.replica, stream.id, step)
                     await stream.gone.wait()
-            self.publish(stream, {"jsonrpc": "2.0", "id": request_id, "result": result}, final=True)
+            if first and self.faults.drop_response:
+                # The fault: the stream ends as if answered; no response is ever issued.
+                log.info("%s: %s finished without its result", self.faults.replica, stream.id)
+                self.finish(stream)
+                return
+            response = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            if first and self.faults.answer_twice:
+                # The fault: a second run of the tool, answered on the same stream, same id.
+                self.publish(stream, response)
+                response = {**response, "result": again()}
+                log.info("%s: id=%s answered twice", self.faults.replica, request_id)
+            self.publish(stream, response, final=True)
         finally:
             stream.running = False
 
@@ -442,8 +479,16 @@ class FaultServer:
         stream, outbox = self.open_stream(session)
         stream.running = True
         log.info("%s: tools/call %s id=%s on %s", self.faults.replica, name, request_id, stream.id)
+        arguments = params.get("arguments") or {}
         task = asyncio.get_running_loop().create_task(
-            self.stream_call(stream, request_id, token, result, steps)
+            self.stream_call(
+                stream,
+                request_id,
+                token,
+                result,
+                steps,
+                lambda: self.run_tool(session, name, arguments)[0],
+            )
         )
         self.tasks.add(task)  # the loop keeps only a weak reference
         task.add_done_callback(self.tasks.discard)
@@ -454,7 +499,10 @@ class FaultServer:
         if refusal is not None:
             return refusal
         cursor = request.headers.get("last-event-id")
-        if cursor is not None:
+        if cursor is not None and self.faults.fresh_resumes:
+            # The fault: the cursor is ignored; the answer is a fresh standalone stream.
+            log.info("%s: resume from %s answered afresh", self.faults.replica, cursor)
+        elif cursor is not None:
             matched = CURSOR.fullmatch(cursor)
             after = int(matched.group(1)) if matched else None
             # The fault: whatever survives above the cursor's counter, cursor found or not.
@@ -538,6 +586,16 @@ class FaultServer:
     async def lab_state(self, request: Request) -> JSONResponse:
         return JSONResponse(self.state())
 
+    async def lab_notify(self, request: Request) -> JSONResponse:
+        """Send a `notifications/message` on a session's latest standalone GET stream."""
+        session = request.query_params.get("session", "")
+        stream = self.standalone.get(session)
+        if stream is None or stream.outbox is None:
+            return JSONResponse({"error": f"no live standalone stream for {session!r}"}, 409)
+        params = {"level": "info", "logger": "seamwatch-lab", "data": request.query_params["text"]}
+        event = self.publish(stream, notification("notifications/message", params))
+        return JSONResponse({"event_id": event.id, "stream": stream.id})
+
     async def lab_settle(self, request: Request) -> JSONResponse:
         """Wait until no tool runs (and, with ?collected=1, no buffer is left)."""
         collected = request.query_params.get("collected") == "1"
@@ -597,6 +655,7 @@ def build_app(faults: Faults, store: SessionStore) -> Any:
             Route(MCP_PATH, server.delete, methods=["DELETE"]),
             Route("/lab/state", server.lab_state, methods=["GET"]),
             Route("/lab/settle", server.lab_settle, methods=["POST"]),
+            Route("/lab/notify", server.lab_notify, methods=["POST"]),
         ],
         lifespan=lifespan,
     )
@@ -629,6 +688,21 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="a resume of a buffered stream gets only a new priming event, then the end",
     )
+    parser.add_argument(
+        "--answer-twice",
+        action="store_true",
+        help="the first streamed call sends a second, different result under the same id",
+    )
+    parser.add_argument(
+        "--drop-response",
+        action="store_true",
+        help="the first streamed call finishes its stream without ever sending the result",
+    )
+    parser.add_argument(
+        "--fresh-resumes",
+        action="store_true",
+        help="every resume is answered with a fresh standalone stream, nothing replayed",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     faults = Faults(
@@ -641,6 +715,9 @@ def main(argv: list[str] | None = None) -> None:
         ignore_delete=args.ignore_delete,
         response_on_get=args.response_on_get,
         stall_resumes=args.stall_resumes,
+        answer_twice=args.answer_twice,
+        drop_response=args.drop_response,
+        fresh_resumes=args.fresh_resumes,
     )
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
     uvicorn.run(

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from lab.framework import Scenario
 from lab.scenarios import (
+    answered_twice,
+    clean_era_fallback,
     clean_legacy_sse,
     clean_modern,
     clean_resume,
+    clean_stateless,
     clean_typescript,
+    dropped_response,
     early_resume,
+    fresh_resume,
     legacy_cursor_carryover,
+    lenient_headers,
     modern_retry,
+    open_at_shutdown,
     response_on_get,
     resume_after_delete,
     resume_loop,
@@ -30,8 +37,11 @@ SCENARIOS: tuple[Scenario, ...] = (
     sdk_get_stream_replay.SCENARIO,
     modern_retry.SCENARIO,
     clean_legacy_sse.SCENARIO,
+    clean_stateless.SCENARIO,
+    open_at_shutdown.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
+    clean_era_fallback.SCENARIO,
     round_robin_replicas.SCENARIO,
     ring_buffer_eviction.SCENARIO,
     ttl_counter_reset.SCENARIO,
@@ -39,6 +49,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     early_resume.SCENARIO,
     response_on_get.SCENARIO,
     resume_loop.SCENARIO,
+    answered_twice.SCENARIO,
+    dropped_response.SCENARIO,
+    fresh_resume.SCENARIO,
+    lenient_headers.SCENARIO,
 )
 
 

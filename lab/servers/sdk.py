@@ -44,6 +44,7 @@ def start_sdk_server(
     retry_ms: int | None = None,
     max_events: int | None = None,
     charge_gate: bool = False,
+    stateless: bool = False,
     wait: bool = True,
 ) -> SdkServer:
     """Start `lab.servers.sdk_server` on a free port and wait until it listens.
@@ -61,6 +62,8 @@ def start_sdk_server(
         argv += ["--max-events", str(max_events)]
     if charge_gate:
         argv.append("--charge-gate")
+    if stateless:
+        argv.append("--stateless")
     process = ctx.start_process(argv, name=name, port=port, wait=wait)
     return SdkServer(f"http://127.0.0.1:{port}", process)
 

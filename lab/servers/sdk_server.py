@@ -1,11 +1,13 @@
 """The lab's official-SDK Streamable HTTP server (`mcp` MCPServer), one process per scenario.
 
     python -m lab.servers.sdk_server --port N [--event-ids counter|uuid|none] [--retry-ms MS]
-                                     [--max-events N] [--charge-gate]
+                                     [--max-events N] [--charge-gate] [--stateless]
 
 The endpoint is `/mcp`; the SDK routes each request by `MCP-Protocol-Version` to the sessioned
-(2025) or the sessionless (2026-07-28) transport. Besides MCP it serves a small control plane
-that scenarios use directly, never through the proxy, so captures hold only MCP traffic:
+(2025) or the sessionless (2026-07-28) transport; with `--stateless` the 2025 one is the SDK's
+`stateless_http` (no `Mcp-Session-Id`, no GET stream, no event store). Besides MCP it serves a
+small control plane that scenarios use directly, never through the proxy, so captures hold only
+MCP traffic:
 
     GET  /lab/state         charges made, the event store's contents and replays
     POST /lab/gates/{name}  open a gate a tool is waiting on (how scenarios synchronize)
@@ -194,16 +196,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--charge-gate", action="store_true", help="charge_card waits for gate charge-settle"
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="2025 wire without sessions (stateless_http: no Mcp-Session-Id, no event store)",
+    )
     args = parser.parse_args(argv)
     event_store = (
         None
-        if args.event_ids == "none"
+        if args.event_ids == "none" or args.stateless
         else LabEventStore(ids=args.event_ids, seed=args.seed, max_events=args.max_events)
     )
     state = LabState(event_store, charge_gate=args.charge_gate)
     mcp = build_server(state)
     app = mcp.streamable_http_app(
-        event_store=event_store, retry_interval=args.retry_ms, session_idle_timeout=None
+        event_store=event_store,
+        retry_interval=args.retry_ms,
+        session_idle_timeout=None,
+        stateless_http=args.stateless,
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
 

@@ -7,7 +7,7 @@ Layout (one folder per scenario, none yet: they need the real proxy and the lab)
                                                          reviewed timeline frames
 
 Adding one: run the lab scenario through the real proxy in front of the real `mcp` SDK server
-(`seamwatch lab run <scenario> --out /tmp/g`), copy its capture files into
+(`seamwatch lab run <scenario> --out OUT`), copy its capture files into
 `goldens/<scenario>/capture/`, then write the expected frames with the explicit command
 
     .venv/bin/python -m tests.timeline.test_goldens --regenerate <scenario>

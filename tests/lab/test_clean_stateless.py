@@ -1,0 +1,83 @@
+"""clean-stateless: the SDK's `stateless_http` server (2025, no sessions), the official client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from analyzer.cli import main as seamwatch
+from analyzer.timeline import load_timeline
+from lab.framework import Expected
+from lab.verdict import judge
+from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+
+pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+    return run_lab("clean-stateless", tmp_path_factory.mktemp("lab"))
+
+
+def _analysis(run: LabRun, out: Path) -> dict[str, Any]:
+    argv = ["analyze", str(run.directory / "capture"), "--format", "json", "--fail-on", "none"]
+    assert seamwatch([*argv, "--no-cache", "--out", str(out)]) == 0
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return report
+
+
+def test_capture_is_well_formed(run: LabRun) -> None:
+    assert_well_formed(run)
+    assert run.expected == {"required": [], "any_of": [], "allowed": [], "evidence": {}}
+    assert run.notes["protocol_version"] == "2025-11-25"
+
+
+def test_no_session_header_anywhere_and_no_get_stream(run: LabRun) -> None:
+    flows = run.flows
+    assert [f.rpc_method for f in flows] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+    ]
+    assert all(f.method == "POST" for f in flows)  # no GET stream, no DELETE
+    for flow in flows:
+        assert flow.request_header("mcp-session-id") is None
+        assert flow.response_header("mcp-session-id") is None
+    (init,) = flows[0].messages
+    assert init["result"]["protocolVersion"] == "2025-11-25"
+    assert all(f.request_header("mcp-protocol-version") == "2025-11-25" for f in flows[1:])
+
+
+def test_progress_streams_on_the_call_without_cursors(run: LabRun) -> None:
+    (call,) = run.calls("slow_report")
+    assert call.response_header("content-type") == "text/event-stream"
+    messages = call.messages
+    assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2, 3]
+    assert messages[-1]["result"]["content"][0]["text"] == "report done in 3 steps"
+    assert all(event.id is None for event in call.events)  # stateless: no event store
+    assert run.notes["progress_seen"] == [1, 2, 3]
+
+
+def test_no_finding_and_one_anon_session_keyed_by_its_initialize(
+    run: LabRun, tmp_path: Path
+) -> None:
+    report = _analysis(run, tmp_path / "report.json")
+    assert report["findings"] == []
+    assert judge(Expected.from_json(run.expected), report["findings"]).ok
+    init = run.flows[0]
+    client_ip = init.request["client"].rpartition(":")[0]
+    key = f"anon:{client_ip}:{init.id}"  # DESIGN.md §2: a 2025 server without sessions
+    timeline = load_timeline([run.directory / "capture"], cache=False)
+    sessions = timeline.sessions.select("session_id", "kind", "era", "init_flow_id").collect()
+    assert sessions.to_dicts() == [
+        {"session_id": key, "kind": "anon", "era": "2025-11-25", "init_flow_id": init.id}
+    ]
+    exchanges = timeline.exchanges.select("flow_id", "session_id").collect()
+    assert exchanges.filter(pl.col("session_id") != key).is_empty()
+    assert sorted(exchanges["flow_id"]) == sorted(f.id for f in run.flows)

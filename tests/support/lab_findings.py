@@ -1,0 +1,34 @@
+"""What `seamwatch analyze` finds in a lab run's capture, and how that compares with its
+expected.json (`lab.verdict.judge`): the detector side of a scenario's test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from analyzer.cli import main as seamwatch
+from analyzer.detectors import DETECTORS
+from lab.framework import Expected
+from lab.verdict import Verdict, judge
+from tests.support.lab_capture import LabRun
+
+
+def analyze_run(run: LabRun, report: Path) -> list[dict[str, Any]]:
+    """The findings of `seamwatch analyze <run>/capture --format json` (run in this process)."""
+    argv = ["analyze", str(run.directory / "capture"), "--format", "json", "--fail-on", "none"]
+    code = seamwatch([*argv, "--no-cache", "--out", str(report)])
+    assert code == 0, f"seamwatch analyze exited {code}"
+    findings: list[dict[str, Any]] = json.loads(report.read_text(encoding="utf-8"))["findings"]
+    return findings
+
+
+def verdict_of(run: LabRun, findings: list[dict[str, Any]]) -> Verdict:
+    """The findings judged against the run's expected.json."""
+    expected = Expected.from_json(run.expected)
+    return judge(expected, findings, registered=[det.id for det in DETECTORS])
+
+
+def of(findings: list[dict[str, Any]], detector: str) -> list[dict[str, Any]]:
+    """The findings of one detector."""
+    return [f for f in findings if f["detector"] == detector]
