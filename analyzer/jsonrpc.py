@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+import orjson
 
 from analyzer.canonical import canonical_json
 
@@ -112,6 +115,33 @@ def classify(raw: bytes | str) -> Message:
         suspect = False
     if text.startswith("\ufeff"):
         text = text[1:]
+    if not suspect:
+        # The fast path: orjson parses what `json` parses to the same value, and refuses (so
+        # the full path below says why) NaN, infinite numbers, lone surrogates, depth past
+        # 1024 and control characters. It reads ints outside [-2**63, 2**64) as floats: when
+        # the text holds a run of 19 digits and the value a float, ask `json` instead.
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if _DIGIT_RUN not in text.encode("utf-8").translate(_DIGITS_TO_ZERO) or _float_free(
+                value
+            ):
+                return _classify_top(value, False)
+    return _classify_text(text, suspect)
+
+
+def _float_free(value: object) -> bool:
+    """True when an orjson-parsed value surely holds no float (False when unsure)."""
+    try:
+        return _FLOAT.search(orjson.dumps([value])) is None
+    except orjson.JSONEncodeError:  # nested past orjson's 254 levels of output
+        return False
+
+
+def _classify_text(text: str, suspect: bool) -> Message:
+    """The full path of `classify`, on `json`: it tells why a text is no JSON-RPC message."""
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError:
@@ -176,6 +206,13 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_parse_
 # Only used to look for defects: non-finite floats, cycles and non-JSON types make it raise.
 _PROBE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _MISSING = object()
+# A run of 19 digits may be an int outside [-2**63, 2**64), which orjson would make a float.
+# (Found by mapping every digit to "0" and looking for 19 of them: 5x faster than a regex.)
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_DIGIT_RUN = b"0" * 19
+# A float in orjson's compact output: a number after ':', ',' or '[' holding '.' or an exponent
+# (a value is wrapped in a list so that a top-level number is preceded by '[').
+_FLOAT = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
 
 
 def _invalid(reason: Reason) -> Message:
@@ -255,8 +292,8 @@ def _classify_object(obj: dict[str, object]) -> Message:
             return _bad(obj, Reason.BAD_PARAMS_TYPE, id_text, method_text)
         if raw_id is _MISSING:
             # §4.1: "A Notification is a Request object without an 'id' member."
-            return Message(Kind.NOTIFICATION, method=method_text, value=obj)
-        return Message(Kind.REQUEST, id=id_text, method=method_text, value=obj)
+            return _new_message(Kind.NOTIFICATION, None, method_text, obj)
+        return _new_message(Kind.REQUEST, id_text, method_text, obj)
 
     if has_result and has_error:
         # §5: "Either the result member or error member MUST be included, but both members
@@ -271,8 +308,37 @@ def _classify_object(obj: dict[str, object]) -> Message:
         if not isinstance(obj["error"], dict):
             # §5.1: "the error member MUST be an Object".
             return _bad(obj, Reason.BAD_ERROR_TYPE, id_text, None)
-        return Message(Kind.ERROR, id=id_text, value=obj)
-    return Message(Kind.RESPONSE, id=id_text, value=obj)
+        return _new_message(Kind.ERROR, id_text, None, obj)
+    return _new_message(Kind.RESPONSE, id_text, None, obj)
+
+
+def _message_factory() -> Callable[[Kind, str | None, str | None, object], Message]:
+    """A positional constructor of valid Messages, 4x faster than the frozen dataclass one.
+
+    The generated __init__ of a frozen dataclass goes through object.__setattr__ per field;
+    setting the slots through their descriptors skips that (as `analyzer.sse` does for events).
+    Every field is set, so a Message built here equals one built by __init__ (tested).
+    """
+    new = object.__new__
+    set_kind, set_id, set_method, set_reason, set_members, set_value = (
+        getattr(Message, name).__set__
+        for name in ("kind", "id", "method", "reason", "members", "value")
+    )
+
+    def new_message(kind: Kind, id: str | None, method: str | None, value: object) -> Message:
+        message = new(Message)
+        set_kind(message, kind)
+        set_id(message, id)
+        set_method(message, method)
+        set_reason(message, None)
+        set_members(message, ())
+        set_value(message, value)
+        return message
+
+    return new_message
+
+
+_new_message = _message_factory()
 
 
 def _bad(

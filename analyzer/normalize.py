@@ -14,15 +14,16 @@ cores), hence the plain column lists, the bound `append`s and the memo of recent
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+import orjson
 import polars as pl
 
 from analyzer import schema as S
@@ -65,55 +66,45 @@ _SEEN_PAYLOADS_MAX = 200_000
 # Canonical hashing, fast path
 # ---------------------------------------------------------------------------------------------
 
-# `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`
-# through its C encoder built once (`JSONEncoder.encode` builds a new one on every call).
-if c_make_encoder is not None:
-    _c_encoder = c_make_encoder(None, None, encode_basestring, None, ":", ",", True, False, False)
-
-    def _sorted_compact(value: object) -> str:
-        return "".join(_c_encoder(value, 0))
-
-else:  # pragma: no cover - interpreters without the C accelerator
-    _sorted_compact = json.JSONEncoder(  # type: ignore[assignment]
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode
-
 # In compact output every number but a top-level one follows ':', ',' or '['; a float's repr
 # always holds '.' or an exponent, an int's never does. No match proves the value has no float.
 # (A top-level number takes the full path; the regex has no '^' branch, which is 3x slower.)
-_FLOAT_TOKEN = re.compile(r"[:,\[]-?[0-9]+[.eE]")
-_NUMBER_START = frozenset("-0123456789")
+_FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+_NUMBER_START = frozenset(b"-0123456789")
 # Key order by code point equals RFC 8785's UTF-16 order unless a key holds a character past
-# U+FFFF; any other character is escaped the same way by both encoders.
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# U+FFFF (4-byte UTF-8 sequences, lead bytes F0-F4); any other character is escaped the same way
+# by both encoders.
+_ASTRAL = re.compile(rb"[\xf0-\xf4]")
+_SORT_KEYS = orjson.OPT_SORT_KEYS
 
 
-def _may_hold_float(text: str) -> bool:
+def _may_hold_float(text: bytes) -> bool:
     """False only when the compact JSON text surely holds no float (else maybe)."""
     # A float's repr holds '.' or an exponent with its sign ("1e+16", "5e-324"). The cheap
     # test: no '.' besides the one of the JSON-RPC version string (a quoted "2.0" sits in a
     # string whatever quotes it), and no "e+" / "e-" at all; else ask the regex.
-    dots = text.count(".")
-    if (dots == 0 or (dots == 1 and '"2.0"' in text)) and "e+" not in text and "e-" not in text:
+    dots = text.count(b".")
+    if (dots == 0 or (dots == 1 and b'"2.0"' in text)) and b"e+" not in text and b"e-" not in text:
         return False
     # The regex sees numbers after ':', ',' or '['; a text that is a number is taken as maybe.
-    return text[:1] in _NUMBER_START or _FLOAT_TOKEN.search(text) is not None
+    return text[0] in _NUMBER_START or _FLOAT_TOKEN.search(text) is not None
 
 
 def fast_canonical_hash(value: object) -> str:
-    """`canonical_hash(value)`, via the C JSON encoder when that gives the same text.
+    """`canonical_hash(value)`, via orjson when that gives the same text.
 
-    For a value without floats and without characters past U+FFFF, `json` with sorted keys and
-    compact separators writes exactly the RFC 8785 text (same string escaping, `int.__repr__`
-    numbers, and code-point order equals UTF-16 order); anything else takes the full
-    `analyzer.canonical` path. tests/test_normalize.py checks the equivalence with hypothesis.
+    For a value without floats, without ints past 64 bits and without characters past U+FFFF,
+    orjson with sorted keys writes exactly the RFC 8785 text (compact, the same string escaping,
+    `int.__repr__` numbers, and code-point order equals UTF-16 order); it refuses ints past 64
+    bits and lone surrogates, and anything else takes the full `analyzer.canonical` path.
+    tests/test_normalize.py checks the equivalence with hypothesis.
     """
     try:
-        text = _sorted_compact(value)
-    except (TypeError, ValueError, RecursionError):
+        text = orjson.dumps(value, option=_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
         return canonical_hash(value)
     if (text.isascii() or _ASTRAL.search(text) is None) and not _may_hold_float(text):
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return hashlib.sha256(text).hexdigest()[:16]
     return canonical_hash(value)
 
 
@@ -300,6 +291,21 @@ def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
 # ---------------------------------------------------------------------------------------------
 
 
+def _frame(schema: pl.Schema, columns: Iterable[Sequence[Any]]) -> pl.DataFrame:
+    series = []
+    for (name, dtype), values in zip(schema.items(), columns, strict=True):
+        if dtype == S.TS:
+            series.append(pl.Series(name, values, dtype=pl.Int64).cast(S.TS))
+        elif isinstance(dtype, pl.List):
+            # Nested columns arrive as JSON text (or None for empty): building them from
+            # Python lists goes through a slow per-row path in Polars.
+            text = pl.Series(name, values, dtype=pl.String).fill_null("[]")
+            series.append(text.str.json_decode(dtype).rename(name))
+        else:
+            series.append(pl.Series(name, values, dtype=dtype))
+    return pl.DataFrame(series)
+
+
 class _Columns:
     """Column lists for one table, flushed to a DataFrame of its schema."""
 
@@ -316,25 +322,32 @@ class _Columns:
         return tuple(column.append for column in self.cols.values())
 
     def frame(self) -> pl.DataFrame:
-        series = []
-        for name, dtype in self.schema.items():
-            values = self.cols[name]
-            if dtype == S.TS:
-                series.append(pl.Series(name, values, dtype=pl.Int64).cast(S.TS))
-            elif isinstance(dtype, pl.List):
-                # Nested columns arrive as JSON text (or None for empty): building them from
-                # Python lists goes through a slow per-row path in Polars.
-                text = pl.Series(name, values, dtype=pl.String).fill_null("[]")
-                series.append(text.str.json_decode(dtype).rename(name))
-            else:
-                series.append(pl.Series(name, values, dtype=dtype))
-        return pl.DataFrame(series)
+        return _frame(self.schema, self.cols.values())
 
     def take(self) -> pl.DataFrame:
         frame = self.frame()
         for column in self.cols.values():
             column.clear()
         return frame
+
+
+class _Rows:
+    """Row tuples for one table (one `append` a row: the per-event tables), as a DataFrame."""
+
+    __slots__ = ("append", "rows", "schema")
+
+    def __init__(self, schema: pl.Schema) -> None:
+        self.schema = schema
+        self.rows: list[tuple[Any, ...]] = []
+        self.append = self.rows.append
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self) -> pl.DataFrame:
+        columns = [list(c) for c in zip(*self.rows, strict=True)] or [[] for _ in self.schema]
+        self.rows.clear()
+        return _frame(self.schema, columns)
 
 
 @dataclass(frozen=True)
@@ -520,12 +533,12 @@ class Normalizer:
         self._flows: dict[str, _Flow] = {}
         self._ended: dict[str, int] = {}  # flow id -> chunks taken, for flows already written
         self._flow_cols = _Columns(S.RAW_FLOWS)
-        self._event_cols = _Columns(S.RAW_EVENTS)
-        self._message_cols = _Columns(S.RAW_MESSAGES)
+        self._event_cols = _Rows(S.RAW_EVENTS)
+        self._message_cols = _Rows(S.RAW_MESSAGES)
         self._tool_cols = _Columns(S.RAW_TOOLS)
         self._payload_cols = _Columns(S.PAYLOADS)
-        self._ev = self._event_cols.appenders()
-        self._msg = self._message_cols.appenders()
+        self._ev = self._event_cols.append
+        self._msg = self._message_cols.append
         self._tool = self._tool_cols.appenders()
         self._payload = self._payload_cols.appenders()
         self._seen_payloads: set[str] = set()
@@ -575,6 +588,27 @@ class Normalizer:
             self._flow_row(flow)
         self._flows.clear()
         return self.drain()
+
+    def snapshot(self) -> pl.DataFrame:
+        """Rows of the flows still open, as `finish()` would write them now; nothing ends.
+
+        For a reader that follows a growing capture (`analyzer.ingest.tail`): open streams show
+        their events so far while the normalizer goes on taking their records.
+        """
+        held = self._flow_cols
+        self._flow_cols = _Columns(S.RAW_FLOWS)
+        try:
+            for flow in self._flows.values():
+                view = copy.copy(flow)
+                if view.decoder is not None:
+                    # What `_close_decoder` records; `flush()` leaves `tail` as it is.
+                    tail = view.decoder.tail
+                    view.tail_bytes = len(tail) if tail else None
+                    view.decoder = None
+                self._flow_row(view)
+            return self._flow_cols.take()
+        finally:
+            self._flow_cols = held
 
     # -- records ----------------------------------------------------------------------------
 
@@ -701,14 +735,19 @@ class Normalizer:
         flow.next_n = n + 1
         flow.chunks += 1
         data = record["data"]
-        text = data.get("text")
-        if text is not None:
-            raw = text.encode("utf-8", "surrogatepass")
-        else:
-            raw = base64.b64decode(data.get("b64") or "")
         if record.get("decompress_capped"):
             flow.capped = True
-        self._feed(flow, raw, record["ts_ns"], record["seq"], n)
+        decoder = flow.decoder
+        if decoder is None:
+            decoder = flow.decoder = SseDecoder()
+        text = data.get("text")
+        if text is not None:
+            events = decoder.feed_text(text)
+        else:
+            events = decoder.feed(base64.b64decode(data.get("b64") or ""))
+        ts, seq = record["ts_ns"], record["seq"]
+        for event in events:
+            self._event(flow, event, ts, seq, n)
 
     def _stream_end(self, record: dict[str, Any]) -> None:
         flow = self._flow(record["flow"])
@@ -822,7 +861,6 @@ class Normalizer:
         if event.retry is not None:
             flow.last_retry = event.retry
         flow_id = flow.flow_id
-        ev = self._ev
         if event.id_only:
             data_hash = payload_hash = None
             data_bytes = 0
@@ -845,29 +883,8 @@ class Normalizer:
                 if described.result_version is not None and flow.result_version is None:
                     flow.result_version = described.result_version
                 for row in described.rows:
-                    msg[0](flow_id)
-                    msg[1](ts)
-                    msg[2](seq)
-                    msg[3]("sse")
-                    msg[4](ordinal)
-                    msg[5](row[0])
-                    msg[6](event_id)
-                    msg[7]("s2c")
-                    msg[8](row[1])
-                    msg[9](row[2])
-                    msg[10](row[3])
-                    msg[11](row[4])
-                    msg[12](row[5])
-                    msg[13](data_hash)
-                    msg[14](row[6])
-                    msg[15](row[7])
-                    msg[16](row[8])
-                    msg[17](row[9])
-                    msg[18](row[10])
-                    msg[19](row[11])
-                    msg[20](row[12])
-                    msg[21](row[13])
-                    msg[22](row[14])
+                    msg((flow_id, ts, seq, "sse", ordinal, row[0], event_id, "s2c", *row[1:6],
+                         data_hash, *row[6:]))  # fmt: skip
                 if described.tools:
                     self._tools(flow_id, ts, seq, described.tools)
             else:
@@ -880,22 +897,26 @@ class Normalizer:
                 data_bytes = len(raw)
             if data_hash not in self._seen_payloads:
                 self._store_payload(data_hash, data, False)
-        ev[0](flow_id)
-        ev[1](ts)
-        ev[2](seq)
-        ev[3](ordinal)
-        ev[4](n)
-        ev[5](event.id)
-        ev[6](event.last_event_id)
-        ev[7](event.event)
-        ev[8](data_hash)
-        ev[9](data_bytes)
-        ev[10](payload_hash)
-        ev[11](event.retry)
-        ev[12](event.id_only)
-        ev[13](event.comments)
-        ev[14](_json_list(event.warnings) if event.warnings else None)
-        ev[15](flow.payload_events)
+        self._ev(
+            (
+                flow_id,
+                ts,
+                seq,
+                ordinal,
+                n,
+                event.id,
+                event.last_event_id,
+                event.event,
+                data_hash,
+                data_bytes,
+                payload_hash,
+                event.retry,
+                event.id_only,
+                event.comments,
+                _json_list(event.warnings) if event.warnings else None,
+                flow.payload_events,
+            )
+        )
 
     # -- rows -------------------------------------------------------------------------------
 
@@ -911,23 +932,8 @@ class Normalizer:
         data_hash: str,
         row: _MsgRow,
     ) -> None:
-        msg = self._msg
-        msg[0](flow_id)
-        msg[1](ts)
-        msg[2](seq)
-        msg[3](source)
-        msg[4](ordinal)
-        msg[5](row[0])
-        msg[6](event_id)
-        msg[7](direction)
-        msg[8](row[1])
-        msg[9](row[2])
-        msg[10](row[3])
-        msg[11](row[4])
-        msg[12](row[5])
-        msg[13](data_hash)
-        for index in range(6, 15):
-            msg[index + 8](row[index])
+        self._msg((flow_id, ts, seq, source, ordinal, row[0], event_id, direction, *row[1:6],
+                   data_hash, *row[6:]))  # fmt: skip
 
     def _tools(self, flow_id: str, ts: int, seq: int, tools: Iterable[_ToolRow]) -> None:
         t = self._tool

@@ -3,7 +3,9 @@
 Every loader takes the input path and its `signature` (name, size and mtime of each file read),
 so a capture that grows (a running proxy's `.partial` file) gets new entries and an unchanged
 one is never read twice; the analyzer's Parquet cache, keyed the same way, makes even a new
-entry cheap when another process already parsed that state. Each cache has a bound
+entry cheap when another process already parsed that state. The Live page instead follows a
+capture with one `analyzer.ingest.tail.CaptureTail` per path, which reads only the bytes
+appended since the previous refresh (`live_state` and the `live_*` loaders). Each cache has a bound
 (`max_entries`). Loaders return plain Polars frames and small dataclasses; the analysis is the
 analyzer's (`load_timeline`, `run_detectors`): here it is only selected and reshaped for display.
 """
@@ -11,6 +13,7 @@ analyzer's (`load_timeline`, `run_detectors`): here it is only selected and resh
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +25,7 @@ import streamlit as st
 import analyzer.detectors as detectors
 from analyzer.ingest import input_kind
 from analyzer.ingest.jsonl import capture_files
+from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import Timeline, load_timeline
 from dashboards.launch import SOURCE_ENV
 
@@ -29,11 +33,16 @@ __all__ = [
     "LOSS_KEYS",
     "PREVIEW_CHARS",
     "Evidence",
+    "LiveState",
     "Overview",
     "SessionView",
     "Signature",
     "evidence",
     "findings",
+    "live_findings",
+    "live_overview",
+    "live_recent_exchanges",
+    "live_state",
     "overview",
     "payload_texts",
     "recent_exchanges",
@@ -116,7 +125,10 @@ class Overview:
 @st.cache_data(max_entries=8, show_spinner="Reading the capture…")
 def overview(path: str, sig: Signature) -> Overview:
     """What was read and how much of it there is."""
-    timeline = _timeline(path, sig)
+    return _overview_of(_timeline(path, sig))
+
+
+def _overview_of(timeline: Timeline) -> Overview:
     rows = [
         {
             "path": report.path,
@@ -196,9 +208,12 @@ def sessions(path: str, sig: Signature) -> pl.DataFrame:
 @st.cache_data(max_entries=8)
 def recent_exchanges(path: str, sig: Signature, limit: int = 50) -> pl.DataFrame:
     """The latest HTTP exchanges, newest first (the Live page)."""
+    return _recent_of(_timeline(path, sig), limit)
+
+
+def _recent_of(timeline: Timeline, limit: int) -> pl.DataFrame:
     return (
-        _timeline(path, sig)
-        .exchanges.sort("ts", "seq", descending=True)
+        timeline.exchanges.sort("ts", "seq", descending=True)
         .head(limit)
         .select(
             "ts",
@@ -218,6 +233,76 @@ def recent_exchanges(path: str, sig: Signature, limit: int = 50) -> pl.DataFrame
         )
         .collect()
     )
+
+
+# -- Live ---------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _capture_tail(path: str) -> tuple[CaptureTail, str]:
+    """The Live page's reader of a growing capture, kept across reruns, and a token naming it
+    (the loaders' cache key: a reader made again after eviction starts its versions over)."""
+    return CaptureTail(path), uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the Live page shows after one refresh."""
+
+    key: str  # changes whenever the timeline does: the key of the live_* loaders
+    files: Signature  # name, size and mtime (ns) of each capture file, in read order
+    timeline: Timeline
+    bytes_read: int  # by this refresh
+    records_read: int  # by this refresh
+    restarted: bool  # the files changed in a way appending cannot explain: read all again
+    incremental: bool  # False for an input that is not a capture (read whole on a change)
+
+
+def live_state(path: str) -> LiveState:
+    """Refresh: read what a capture gained since the last refresh (a stat when nothing did).
+
+    A capture is followed by one `CaptureTail` per path; any other input (a dump, a HAR file)
+    is read whole through the per-signature loaders when its size or mtime changes.
+    Raises `analyzer.ingest.IngestError` when the path holds nothing readable (yet).
+    """
+    if input_kind(Path(path)) != "capture":
+        sig = signature(path)
+        return LiveState(f"sig:{sig!r}", sig, _timeline(path, sig), 0, 0, False, False)
+    tail, token = _capture_tail(path)
+    if tail.version:
+        polled = tail.poll()
+    else:
+        with st.spinner("Reading the capture…"):  # the first poll reads everything
+            polled = tail.poll()
+    return LiveState(
+        key=f"{token}:{tail.version}",
+        files=tail.files,
+        timeline=tail.timeline(),
+        bytes_read=polled.bytes_read,
+        records_read=polled.records,
+        restarted=polled.restarted,
+        incremental=True,
+    )
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def live_overview(path: str, key: str, _timeline: Timeline) -> Overview:
+    """`overview` of the Live page's timeline (one entry per state of the capture)."""
+    return _overview_of(_timeline)
+
+
+@st.cache_data(max_entries=4, show_spinner="Running the detectors…")
+def live_findings(path: str, key: str, _timeline: Timeline) -> pl.DataFrame:
+    """`findings` of the Live page's timeline."""
+    return detectors.run_detectors(_timeline, detectors=detectors.DETECTORS)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def live_recent_exchanges(
+    path: str, key: str, _timeline: Timeline, limit: int = 50
+) -> pl.DataFrame:
+    """`recent_exchanges` of the Live page's timeline."""
+    return _recent_of(_timeline, limit)
 
 
 @st.cache_data(max_entries=64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from analyzer import jsonrpc
 from analyzer.canonical import canonical_json
 from analyzer.jsonrpc import Kind, Message, Reason, classify, classify_value, iter_messages
 
@@ -502,3 +504,64 @@ def test_valid_batches_keep_kinds_and_ids(
     for member, (kind, id_, obj) in zip(message.members, cases, strict=True):
         _expect(member, kind, id_, obj)
     assert list(iter_messages(message)) == list(message.members)
+
+
+# --- the orjson fast path of `classify` gives what the full `json` path gives -------------------
+
+_FAST_PATH_EDGES = [
+    '{"jsonrpc":"2.0","id":18446744073709551615,"method":"a"}',  # 2**64 - 1: orjson's last int
+    '{"jsonrpc":"2.0","id":18446744073709551616,"method":"a"}',  # orjson would make it a float
+    '{"jsonrpc":"2.0","id":-9223372036854775809,"method":"a"}',
+    '{"jsonrpc":"2.0","id":1,"result":1e400}',
+    '{"jsonrpc":"2.0","id":1,"result":"\\ud800"}',
+    '{"jsonrpc":"2.0","id":1,"result":"\\udc00\\ud800"}',
+    '{"jsonrpc":"2.0","id":1,"result":"\\ud83d\\ude00"}',
+    '{"jsonrpc":"2.0","id":1,"result":NaN}',
+    '{"jsonrpc":"2.0","id":1,"result":"a\tb"}',
+    '{"jsonrpc":"2.0","id":1,"result":1} x',
+    '{"jsonrpc":"2.0","id":1,"id":2,"result":1}',
+    '\ufeff{"jsonrpc":"2.0","method":"a"}',
+    "[" * 1100 + "]" * 1100,
+    "[" * 900 + "]" * 900,
+    " \n[1,2]\t",
+]
+
+
+@pytest.mark.parametrize("text", _FAST_PATH_EDGES)
+def test_fast_path_edges_classify_as_the_full_path(text: str) -> None:
+    assert classify(text) == jsonrpc._classify_text(text.removeprefix("\ufeff"), False)
+    assert classify(text.encode()) == classify(text)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(_wild_values, st.booleans(), st.sampled_from([None, 1]))
+def test_fast_path_classifies_as_the_full_path(
+    value: object, ascii_only: bool, indent: Any
+) -> None:
+    try:
+        text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    except (ValueError, TypeError, RecursionError):
+        return
+    assert classify(text) == jsonrpc._classify_text(text, not text.isascii() and _lone(text))
+
+
+def _lone(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def test_fast_message_constructor_sets_every_field() -> None:
+    assert [f.name for f in dataclasses.fields(Message)] == [
+        "kind",
+        "id",
+        "method",
+        "reason",
+        "members",
+        "value",
+    ]
+    built = jsonrpc._new_message(Kind.REQUEST, "1", "ping", {"a": 1})
+    assert built == Message(Kind.REQUEST, id="1", method="ping", value={"a": 1})
+    assert hash(built) == hash(Message(Kind.REQUEST, id="1", method="ping", value={"a": 1}))

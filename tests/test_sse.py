@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -706,3 +707,45 @@ def test_matches_literal_transcription_of_the_spec(stream: bytes) -> None:
         for e in decode_all(stream)
     ]
     assert events == _reference(stream)
+
+
+# --- feed_text: the str fast path gives what feed gives -----------------------------------------
+
+
+@st.composite
+def _text_chunks(draw: st.DrawFn) -> list[str]:
+    """Blocks of field lines (mostly LF, sometimes CR/CRLF, BOM, U+FFFD, lone surrogates),
+    grouped into chunks that mostly end at a block end and sometimes cut a block."""
+    blocks = []
+    for _ in range(draw(st.integers(0, 8))):
+        lines = draw(st.lists(_field_lines(), max_size=4))
+        end = draw(st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"]))
+        extra = draw(st.sampled_from(["", "", "", "\ufffd", "\ud800", "\ufeff"]))
+        blocks.append(end.join([*lines, extra]) + end + end)
+    text = "".join(blocks)
+    cuts = set(draw(st.lists(st.integers(0, len(text)), max_size=3)))
+    offset = 0
+    for block in blocks:  # mostly cut at block ends, as a seamwatch capture does
+        offset += len(block)
+        if draw(st.booleans()):
+            cuts.add(offset)
+    edges = [0, *sorted(cuts), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(edges) if b > a]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(_text_chunks())
+def test_feed_text_gives_what_feed_gives(chunks: list[str]) -> None:
+    fast, slow = SseDecoder(), SseDecoder()
+    for chunk in chunks:
+        assert fast.feed_text(chunk) == slow.feed(chunk.encode("utf-8", "surrogatepass"))
+        assert fast.last_event_id == slow.last_event_id
+    assert fast.flush() == slow.flush()
+    assert (fast.tail, fast.unterminated) == (slow.tail, slow.unterminated)
+
+
+def test_feed_text_after_flush_is_an_error() -> None:
+    decoder = SseDecoder()
+    decoder.flush()
+    with pytest.raises(ValueError):
+        decoder.feed_text("data: x\n\n")

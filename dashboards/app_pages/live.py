@@ -1,9 +1,12 @@
-"""Live: a running proxy's capture directory, re-read as it grows, without a restart.
+"""Live: a running proxy's capture directory, followed as it grows, without a restart.
 
-Each refresh stats the capture files; when a size or mtime changed (the proxy appends to its
-`*.jsonl.partial` and renames it on rotation) the loaders' keys change and the analyzer reads
-the new state through its Parquet cache (keyed on the same sizes and mtimes); when nothing
-changed, nothing is read. The reader treats a `.partial` file's last line as possibly torn.
+One `analyzer.ingest.tail.CaptureTail` per path, kept across reruns, remembers how far it read
+each capture file. Each refresh stats the files and reads only the bytes appended since the
+previous one (the proxy appends to its `*.jsonl.partial` file and renames it on rotation: a
+renamed file keeps its offset); a torn last line waits for its line end; when nothing changed,
+nothing is read and the timeline, numbers and findings are the ones already computed. Streams
+still open show their events so far. Another kind of input (a dump, a HAR file) is read whole
+when its size or mtime changes.
 """
 
 from __future__ import annotations
@@ -42,15 +45,16 @@ every = cols[1].selectbox(
 
 @st.fragment(run_every=every if auto else None)
 def live() -> None:
-    """Re-stat the files and show what they hold now."""
-    # A click reruns this fragment only, which re-stats the files.
+    """Read what the files gained and show what they hold now."""
+    # A click reruns this fragment only, which polls the files.
     st.button("Refresh now", key="l_refresh")
     try:
-        sig = data.signature(path)
-    except IngestError as e:
+        state = data.live_state(path)
+    except (IngestError, OSError) as e:
         st.warning("Nothing to read yet:")
         st.text(str(e))
         return
+    sig = state.files
     if not sig:
         st.warning("No capture files yet.")
         return
@@ -64,15 +68,9 @@ def live() -> None:
             ],
         }
     )
-    try:
-        summary = data.overview(path, sig)
-        found = data.findings(path, sig)
-        recent = data.recent_exchanges(path, sig)
-    except (IngestError, OSError) as e:
-        # A rotation can rename a file between the stat and the read: the next refresh reads it.
-        st.warning("The capture changed while it was read; refresh again:")
-        st.text(str(e))
-        return
+    summary = data.live_overview(path, state.key, state.timeline)
+    found = data.live_findings(path, state.key, state.timeline)
+    recent = data.live_recent_exchanges(path, state.key, state.timeline)
     writing = int(files["state"].eq("being written").sum())
     metrics = st.columns(6)
     metrics[0].metric("Files", files.height, help=f"{writing} being written (.partial)")
@@ -85,7 +83,7 @@ def live() -> None:
     st.text(
         f"Read at {datetime.now(UTC):%H:%M:%S} UTC · last record "
         f"{'none' if last is None else f'{last:%H:%M:%S.%f} UTC'} · "
-        f"{'from the Parquet cache' if bool(summary.inputs['cached'].all()) else 'parsed now'}"
+        f"{_what_was_read(state)}"
     )
     if summary.warnings:
         for warning in summary.warnings:
@@ -101,6 +99,16 @@ def live() -> None:
         ),
         key="l_findings",
     )
+
+
+def _what_was_read(state: data.LiveState) -> str:
+    if not state.incremental:
+        return "read whole (not a capture)"
+    if state.restarted:
+        return "read again from the start (the files changed in place)"
+    if not state.bytes_read:
+        return "no new bytes"
+    return f"{state.bytes_read:,} new bytes read, {state.records_read:,} records"
 
 
 if not Path(path).exists():

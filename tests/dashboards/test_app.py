@@ -194,6 +194,7 @@ def test_session_timeline_time_spacing(monkeypatch: pytest.MonkeyPatch, lab_capt
 def test_live_reads_new_records_without_restart(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """Records appended between two runs of the page show up; only the new bytes are read."""
     capture = tmp_path / "live"
     capture.mkdir()
     partial = capture / "capture-live-0000.jsonl.partial"
@@ -206,23 +207,46 @@ def test_live_reads_new_records_without_restart(
     at.run()
     at.switch_page(LIVE_PAGE).run()
     no_exception(at)
-    assert metrics(at)["Records read"] == str(len(c.records))
+    shown = metrics(at)
+    assert (shown["Records read"], shown["Sessions"], shown["Streams"]) == (
+        str(len(c.records)),
+        "1",
+        "1",
+    )
+    assert f"{partial.stat().st_size:,} new bytes read, {len(c.records)} records" in texts(at)
     assert "being written" in list(at.dataframe[0].value["state"])
+    # The open stream's exchange is listed while it runs, with its event so far.
+    assert at.dataframe[1].value["events"].to_list() == [1]
 
-    # The proxy appends: the stream delivers its response and a second exchange starts.
+    # The proxy appends: the stream delivers its response and a second session starts.
+    before = partial.stat().st_size
     c.chunk(call, sse(event(res(1), id="a2")), n=1)
     c.end(call)
-    c.request(body=req("ping", 2))
+    c.request(body=req("ping", 2), headers={"mcp-session-id": "S2"})
     c.write(partial)
     at.button(key="l_refresh").click().run()
     no_exception(at)
+    shown = metrics(at)
+    # A second session (its POST still unanswered: no stream of its own yet).
+    assert (shown["Records read"], shown["Sessions"], shown["Streams"]) == (
+        str(len(c.records)),
+        "2",
+        "1",
+    )
+    assert f"{partial.stat().st_size - before:,} new bytes read, 3 records" in texts(at)
+    assert sorted(at.dataframe[1].value["events"].to_list()) == [0, 2]
+
+    # Nothing new: nothing read.
+    at.button(key="l_refresh").click().run()
+    assert "no new bytes" in texts(at)
     assert metrics(at)["Records read"] == str(len(c.records))
 
-    # Rotation: the proxy renames the file; the reader follows.
+    # Rotation: the proxy renames the file; the reader follows without reading it again.
     partial.rename(capture / "capture-live-0000.jsonl")
     at.button(key="l_refresh").click().run()
     no_exception(at)
     assert metrics(at)["Records read"] == str(len(c.records))
+    assert "no new bytes" in texts(at)
     assert list(at.dataframe[0].value["state"]) == ["closed"]
 
 

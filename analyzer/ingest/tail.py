@@ -1,0 +1,474 @@
+"""Follow a growing capture: each poll reads only the bytes appended since the last one.
+
+A running proxy appends records to its `*.jsonl.partial` file and renames it to `*.jsonl` on
+rotation and close (DESIGN.md §4). `CaptureTail` keeps, per file, the byte offset up to which
+it has read (a renamed file keeps its inode, so it keeps its offset), feeds the new complete
+lines to one persistent `Normalizer` in capture order (the order `jsonl._plan` gives), with the
+line parsing and damage counting of `analyzer.ingest.jsonl`, and keeps the normalized rows
+drained so far. Its `timeline()` is the timeline of everything read so far; flows still open
+show their events through `Normalizer.snapshot()`.
+
+The contract: after every poll, `timeline()` equals what `load_timeline` builds from the same
+files (tests/ingest/test_tail.py checks it frame by frame). A torn last line is not read until
+its line end arrives; meanwhile it is counted as a full read would count it. When the files
+change in a way appending cannot explain (a file shrinks, vanishes, is replaced, gains bytes
+after a later file was read, or a new file sorts before one already read), the tail starts over
+from the beginning: still exact, only slower. A poll that finds no new bytes only lists and
+stats the files.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pydantic_core
+
+from analyzer.ingest.common import (
+    SKIPPED_KEYS,
+    InputReport,
+    UnreadableInput,
+    describe_counts,
+)
+from analyzer.ingest.jsonl import (
+    _BOM,
+    _File,
+    _head,
+    _missing_records,
+    _parse,
+    _plan,
+    _Run,
+    _take,
+    capture_files,
+)
+from analyzer.normalize import NormalizedFrames, Normalizer
+from analyzer.timeline import RawTables, Timeline, build_timeline
+
+__all__ = ["CaptureTail", "PollResult"]
+
+_READ_BLOCK = 16 << 20
+
+# A `.partial` file whose first line is not complete yet: size, mtime, how a full read counts it.
+_Unready = tuple[int, int, Counter[str]]
+
+
+@dataclass
+class _Tracked:
+    """One capture file the tail reads: where it is and how far it was read."""
+
+    plan: _File  # its entry in the read order (path follows renames)
+    inode: tuple[int, int]  # (st_dev, st_ino): a rename keeps it
+    size: int = 0  # at the last stat
+    mtime_ns: int = 0
+    offset: int = 0  # bytes taken: complete lines, plus a line taken before its line end came
+    read_size: int = 0  # the size up to which the file was read (a pending tail included)
+    open_line: bool = False  # the bytes taken end with a record whose line end is still due
+    sealed: bool = False  # a later file was read: an unterminated tail was taken as torn
+    pending: Counter[str] = field(default_factory=Counter)  # how a full read counts the tail
+
+
+# The files in read order, the unready ones, the duplicates left out, whether one was renamed.
+_Layout = tuple[list[_Tracked], dict[str, _Unready], dict[tuple[int, int], int], bool]
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """What one poll did."""
+
+    changed: bool  # the timeline differs from the previous poll's
+    bytes_read: int  # bytes read from the files by this poll
+    records: int  # records taken by this poll
+    restarted: bool  # the files changed in a way appending cannot explain: read all again
+
+
+class CaptureTail:
+    """Incremental reader of one capture directory (or file) that a proxy is still writing.
+
+    `poll()` reads what was appended; `timeline()` and `report()` describe everything read so
+    far. Safe to share between threads (the Live page of several browser tabs): calls are
+    serialized by a lock.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        replica_header: str | None = None,
+        client_header: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.replica_header = replica_header
+        self.client_header = client_header
+        self.version = 0  # bumped by every poll that changes what the timeline holds
+        self._lock = threading.Lock()
+        self._timeline: tuple[int, Timeline] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        self._normalizer = Normalizer(
+            replica_header=self.replica_header, client_header=self.client_header
+        )
+        self._files: list[_Tracked] = []  # in read order
+        self._unready: dict[str, _Unready] = {}  # path -> (size, mtime, how it counts)
+        self._ignored: dict[tuple[int, int], int] = {}  # duplicate files left out -> size
+        self._counts: Counter[str] = Counter()  # plan and line damage so far
+        self._runs: dict[str, _Run] = {}
+        self._positions: dict[str, int] = {}
+        self._seen_other: set[tuple[str, int]] = set()
+        self._parts: list[NormalizedFrames] = []
+        self._frames: NormalizedFrames | None = None
+
+    # -- polling ----------------------------------------------------------------------------
+
+    def poll(self) -> PollResult:
+        """Read what was appended since the last poll.
+
+        Raises `UnreadableInput` when the path holds no capture file (yet) or cannot be read.
+        """
+        with self._lock:
+            try:
+                return self._poll()
+            except OSError as e:
+                raise UnreadableInput(f"{self.path}: {e.strerror or e}") from e
+
+    def _poll(self) -> PollResult:
+        listed = self._stat_all()
+        if listed is None:  # a file vanished between listing and stat (a rename): next time
+            return PollResult(False, 0, 0, False)
+        attempt = self._advance(listed)
+        restarted = attempt is None
+        if attempt is None:
+            self._start()
+            attempt = self._advance(listed)
+            if attempt is None:  # pragma: no cover - a fresh start contradicts nothing
+                raise AssertionError("a fresh tail cannot conflict with the files")
+        bytes_read, records, changed = attempt
+        changed = changed or restarted
+        if changed:
+            self.version += 1
+        return PollResult(changed, bytes_read, records, restarted)
+
+    def _advance(
+        self, listed: Sequence[tuple[Path, os.stat_result]]
+    ) -> tuple[int, int, bool] | None:
+        """Match the files and read their new bytes; None when reading must start over."""
+        layout = self._layout(listed)
+        if layout is None:
+            return None
+        order, unready, ignored, renamed = layout
+        try:
+            bytes_read, records, changed = self._read(order)
+        except _Restart:
+            return None
+        changed = changed or renamed or unready != self._unready
+        self._files = order
+        self._unready = unready
+        self._ignored = ignored
+        return bytes_read, records, changed
+
+    def _stat_all(self) -> list[tuple[Path, os.stat_result]] | None:
+        out = []
+        for path in capture_files(self.path):
+            try:
+                out.append((path, path.stat()))
+            except FileNotFoundError:
+                return None
+        return out
+
+    def _layout(self, listed: Sequence[tuple[Path, os.stat_result]]) -> _Layout | None:
+        """The files in read order (known ones matched by inode), or None when reading must
+        start over because the new order contradicts what was read."""
+        known = {f.inode: f for f in self._files}
+        seen: set[tuple[int, int]] = set()
+        tracked: list[_Tracked] = []
+        fresh: list[tuple[Path, os.stat_result]] = []
+        unready: dict[str, _Unready] = {}
+        ignored: dict[tuple[int, int], int] = {}
+        renamed = False
+        for path, stat in listed:
+            inode = (stat.st_dev, stat.st_ino)
+            seen.add(inode)
+            if inode in self._ignored:
+                if stat.st_size != self._ignored[inode]:
+                    return None  # which copy a full read keeps may change: plan both again
+                ignored[inode] = stat.st_size
+                continue
+            entry = known.get(inode)
+            if entry is None:
+                fresh.append((path, stat))
+                continue
+            if stat.st_size < entry.offset:
+                return None  # truncated or rewritten
+            if entry.plan.path != str(path):
+                entry.plan = replace(entry.plan, path=str(path))
+                renamed = True
+            entry.size, entry.mtime_ns = stat.st_size, stat.st_mtime_ns
+            tracked.append(entry)
+        if set(known) - seen:
+            return None  # a file read so far is gone
+        ready = []
+        for path, stat in fresh:
+            previous = self._unready.get(str(path))
+            if previous is not None and previous[:2] == (stat.st_size, stat.st_mtime_ns):
+                unready[str(path)] = previous  # unchanged: not opened again
+            elif _ready(path, stat.st_size):
+                ready.append((path, stat))
+            else:
+                unready[str(path)] = self._unready_counts(path, stat)
+        if ready:
+            counts: Counter[str] = Counter()
+            planned = _plan([path for path, _ in ready], counts)
+            stats = {str(path): stat for path, stat in ready}
+            keys = {(f.plan.run, f.plan.file_index) for f in tracked}
+            clash = any((p.run, p.file_index) in keys for p in planned)
+            if self._files and (counts["duplicate_file"] or clash):
+                # A rotation seen twice (a copy, a `.partial` beside its renamed file): let a
+                # fresh start plan every file at once, as a full read does.
+                return None
+            self._counts.update(counts)
+            kept = {p.path for p in planned}
+            for path, stat in ready:
+                if str(path) not in kept:  # the duplicate `_plan` left out
+                    ignored[(stat.st_dev, stat.st_ino)] = stat.st_size
+            for plan in planned:
+                stat = stats[plan.path]
+                tracked.append(
+                    _Tracked(plan, (stat.st_dev, stat.st_ino), stat.st_size, stat.st_mtime_ns)
+                )
+        order = _order(tracked)
+        if [f.inode for f in order if f.inode in known] != [
+            f.inode for f in self._files if f.inode in seen
+        ]:
+            return None
+        # Files read so far must come before every new one, except new ones with no records.
+        read = [i for i, f in enumerate(order) if f.offset > 0]
+        if read and any(f.inode not in known for f in order[: read[-1]]):
+            return None
+        return order, unready, ignored, renamed
+
+    def _unready_counts(self, path: Path, stat: os.stat_result) -> _Unready:
+        """How a full read counts a `.partial` file whose first line is not complete yet."""
+        counts: Counter[str] = Counter()
+        _plan([path], counts)
+        data = path.read_bytes()
+        if data:
+            if data.startswith(_BOM):
+                counts["bom"] += 1
+                data = data[3:]
+            _parse(data, True, counts, pydantic_core.from_json)
+        counts["missing_close"] += 1  # a run of its own that never closed
+        return stat.st_size, stat.st_mtime_ns, counts
+
+    def _read(self, order: list[_Tracked]) -> tuple[int, int, bool]:
+        """Read the new bytes of every file in order: (bytes, records, changed).
+
+        Raises `_Restart` when bytes came to a file after a later file was read.
+        """
+        total = 0
+        records_before = self._normalizer.records
+        changed = False
+        for index, entry in enumerate(order):
+            later = order[index + 1 :]
+            grown = entry.size != entry.read_size
+            if entry.sealed:
+                if grown:
+                    raise _Restart
+                continue
+            if grown:
+                if any(f.offset > 0 for f in later):
+                    raise _Restart
+                total += self._read_file(entry)
+                changed = True
+            if entry.pending and any(f.size > 0 for f in later):
+                # Another file goes on after this one's torn tail: take it as torn, as a full
+                # read does at the end of every file.
+                self._seal(entry)
+                changed = True
+        if changed:
+            self._parts.append(self._normalizer.drain())
+            self._frames = None
+        return total, self._normalizer.records - records_before, changed
+
+    def _read_file(self, entry: _Tracked) -> int:
+        """Take the complete lines appended to one file; keep its unterminated tail pending."""
+        file = entry.plan
+        run = self._runs.setdefault(file.run, _Run())
+        pos = self._positions.get(file.run, 0)
+        counts = self._counts
+        seen_other = self._seen_other
+        add = self._normalizer.add
+        from_json = pydantic_core.from_json
+        self._normalizer.set_run(file.run_id, file.client_header)
+        first_line = entry.offset == 0
+        read = 0
+        carry = b""
+        with open(file.path, "rb") as fh:
+            fh.seek(entry.offset)
+            remaining = entry.size - entry.offset
+            while remaining > 0:
+                block = fh.read(min(_READ_BLOCK, remaining))
+                if not block:
+                    break
+                remaining -= len(block)
+                read += len(block)
+                if entry.open_line:
+                    # A record was taken before its line end came: only the line end may follow.
+                    if not block.startswith(b"\n"):
+                        raise _Restart
+                    entry.open_line = False
+                    block = block[1:]
+                if carry:
+                    block = carry + block
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    carry = block
+                    continue
+                carry = block[cut + 1 :]
+                for line in block[:cut].split(b"\n"):
+                    position = pos
+                    pos += 1
+                    if first_line:
+                        first_line = False
+                        if line.startswith(_BOM):
+                            counts["bom"] += 1
+                            line = line[3:]
+                    record = _parse(line, False, counts, from_json)
+                    if record is not None:
+                        _take(record, position, file, run, counts, seen_other, add)
+        self._positions[file.run] = pos
+        entry.offset += read - len(carry)
+        entry.read_size = entry.offset + len(carry)
+        entry.pending = Counter()
+        if carry:
+            self._tail_line(entry, carry, at_start=first_line)
+        return read
+
+    def _tail_line(self, entry: _Tracked, carry: bytes, *, at_start: bool) -> None:
+        """An unterminated last line: take it when it parses (a full read does too), else
+        count it as a full read would and wait for the rest."""
+        probe: Counter[str] = Counter()
+        line = carry
+        if at_start and line.startswith(_BOM):
+            probe["bom"] += 1
+            line = line[3:]
+        record = _parse(line, True, probe, pydantic_core.from_json)
+        if record is None:
+            entry.pending = probe
+            return
+        file = entry.plan
+        run = self._runs.setdefault(file.run, _Run())
+        pos = self._positions.get(file.run, 0)
+        self._counts.update(probe)
+        _take(record, pos, file, run, self._counts, self._seen_other, self._normalizer.add)
+        self._positions[file.run] = pos + 1
+        entry.offset = entry.read_size
+        entry.open_line = True
+
+    def _seal(self, entry: _Tracked) -> None:
+        """The file's torn tail stays torn: count it for good, as the end of a file's read."""
+        self._counts.update(entry.pending)
+        entry.pending = Counter()
+        self._positions[entry.plan.run] = self._positions.get(entry.plan.run, 0) + 1
+        entry.offset = entry.read_size
+        entry.sealed = True
+
+    # -- results ----------------------------------------------------------------------------
+
+    @property
+    def files(self) -> tuple[tuple[str, int, int], ...]:
+        """Name, size and mtime (ns) of the files at the last poll, in read order (files whose
+        first line is still being written last)."""
+        with self._lock:
+            read = [(Path(f.plan.path).name, f.size, f.mtime_ns) for f in self._files]
+            started = [(Path(p).name, size, mtime) for p, (size, mtime, _) in self._unready.items()]
+            return tuple(read + started)
+
+    def report(self) -> InputReport:
+        """The input report of everything read so far, counted as a full read counts it."""
+        with self._lock:
+            return self._report()
+
+    def _report(self) -> InputReport:
+        counts = Counter(self._counts)
+        counts.update(self._normalizer.counts)
+        for entry in self._files:
+            counts.update(entry.pending)
+        for _, _, pending in self._unready.values():
+            counts.update(pending)
+        for run in self._runs.values():
+            counts["seq_gap"] += _missing_records([run])
+            if not run.closed:
+                counts["missing_close"] += 1
+            counts["writer_dropped"] += run.dropped
+            counts["addon_errors"] += run.addon_errors
+        # A planned file that nothing was read from yet still makes a run for a full read.
+        counts["missing_close"] += len({f.plan.run for f in self._files} - set(self._runs))
+        clean = {key: n for key, n in sorted(counts.items()) if n}
+        return InputReport(
+            path=str(self.path),
+            kind="capture",
+            records=self._normalizer.records,
+            skipped=sum(n for key, n in clean.items() if key in SKIPPED_KEYS),
+            counts=clean,
+            warnings=describe_counts(clean),
+            files=tuple(f.plan.path for f in self._files) + tuple(self._unready),
+        )
+
+    def frames(self) -> NormalizedFrames:
+        """The normalized tables of everything read so far; open flows included."""
+        with self._lock:
+            return self._current()
+
+    def _current(self) -> NormalizedFrames:
+        if self._frames is None:
+            self._parts = [NormalizedFrames.concat(self._parts)]
+            self._frames = self._parts[0]
+        frames = self._frames
+        open_flows = self._normalizer.snapshot()
+        if not open_flows.height:
+            return frames
+        return replace(frames, flows=frames.flows.vstack(open_flows))
+
+    def timeline(self) -> Timeline:
+        """The timeline of everything read so far (rebuilt only after a poll that changed it)."""
+        with self._lock:
+            if self._timeline is not None and self._timeline[0] == self.version:
+                return self._timeline[1]
+            built = build_timeline(RawTables.from_frames(self._current()), [self._report()])
+            self._timeline = (self.version, built)
+            return built
+
+
+class _Restart(Exception):
+    """The files changed in a way appending cannot explain (bytes came to a file after a later
+    one was read, or a record taken before its line end was followed by more than the line
+    end): read everything again."""
+
+
+def _ready(path: Path, size: int) -> bool:
+    """Whether a file's first line is there: until then a `.partial` file has no run."""
+    if not path.name.endswith(".partial"):
+        return True
+    if size == 0:
+        return False
+    with path.open("rb") as fh:
+        head = fh.readline(1 << 20)
+    if head.endswith(b"\n") or len(head) >= 1 << 20:
+        return True
+    # A first record complete but for its line end: a full read takes it, so does the tail.
+    return _head(path)[0] is not None
+
+
+def _order(files: list[_Tracked]) -> list[_Tracked]:
+    """Read order: by run (first capture_open time), then rotation index (as `jsonl._plan`)."""
+    run_start: dict[str, int] = {}
+    for f in files:
+        run_start[f.plan.run] = min(run_start.get(f.plan.run, f.plan.first_ts), f.plan.first_ts)
+    return sorted(
+        files,
+        key=lambda f: (run_start[f.plan.run], f.plan.run, f.plan.file_index, f.plan.path),
+    )

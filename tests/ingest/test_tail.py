@@ -1,0 +1,474 @@
+"""analyzer.ingest.tail: a growing capture read incrementally equals a full read, poll by poll.
+
+The contract: after every poll, every timeline frame (and the input report's counts) equals what
+`load_timeline` builds from the same files. The captures grow here the way a proxy grows them:
+lines appended, a line torn mid-write then completed, a `.partial` file renamed on rotation and
+a new (first empty) one started.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from analyzer.ingest.common import UnreadableInput
+from analyzer.ingest.tail import CaptureTail
+from analyzer.normalize import Normalizer
+from analyzer.timeline import Timeline, load_timeline
+from tests.support.origin import Origin, Script
+from tests.support.proxy import run_proxy
+from tests.support.records import Capture, event, req, res, sse
+
+FIXTURE = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "dashboard"
+    / "round-robin-replicas"
+    / "capture"
+)
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows in one order whatever order the reader wrote them in (nested columns aside)."""
+    keys = [name for name, dtype in frame.schema.items() if not dtype.is_nested()]
+    return frame.sort(keys, nulls_last=True, maintain_order=True)
+
+
+def assert_same_as_full_read(tail: CaptureTail, path: Path) -> Timeline:
+    """The tail's timeline and report equal a full read's, frame by frame."""
+    mine = tail.timeline()
+    full = load_timeline([path], cache=False)
+    for name, frame in full.frames().items():
+        expected = frame.collect()
+        got = mine.frames()[name].collect()
+        try:
+            assert_frame_equal(_sorted(got), _sorted(expected))
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+    (report,) = mine.inputs
+    (expected_report,) = full.inputs
+    assert (report.records, report.skipped, dict(report.counts)) == (
+        expected_report.records,
+        expected_report.skipped,
+        dict(expected_report.counts),
+    )
+    assert sorted(report.files) == sorted(expected_report.files)
+    return mine
+
+
+def _join(lines: list[bytes]) -> bytes:
+    return b"".join(line + b"\n" for line in lines)
+
+
+def _session() -> Capture:
+    """Initialize, then a tools/call answered on an event stream, then a GET stream."""
+    c = Capture(run_id="run-t").open()
+    f = c.request(body=req("initialize", 1, protocolVersion="2025-11-25"))
+    c.response(f, body=res(1, protocolVersion="2025-11-25"), headers={"mcp-session-id": "S"})
+    g = c.request(
+        body=req("tools/call", 2, name="t", arguments={}), headers={"mcp-session-id": "S"}
+    )
+    c.response(g, sse=True)
+    c.chunk(g, sse(event(id="1", data="")), n=0)
+    c.chunk(g, sse(event(req("notifications/progress", progress=1), id="2")), n=1)
+    c.chunk(g, 'id: 3\ndata: {"jsonrpc":"2.0",', n=2)  # an event completed by the next chunk
+    c.chunk(g, '"id":2,"result":{"content":[]}}\n\n', n=3)
+    c.end(g)
+    h = c.request("GET", headers={"mcp-session-id": "S"})
+    c.response(h, sse=True)
+    for k in range(4):
+        c.chunk(h, sse(event(req("notifications/message", level="info", n=k), id=f"g{k}")), n=k)
+    c.end(h, "client_closed")
+    c.close()
+    return c
+
+
+def _events(timeline: Timeline) -> list[str | None]:
+    return timeline.sse_events.sort("seq", "ordinal").collect()["event_id"].to_list()
+
+
+def test_appended_lines_are_read_and_equal_a_full_read(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    tail = CaptureTail(tmp_path)
+    seen = []
+    for cut in (1, 3, 6, 8, 9, 12, 15, len(lines)):
+        partial.write_bytes(_join(lines[:cut]))
+        result = tail.poll()
+        assert result.changed and not result.restarted
+        seen.append(_events(assert_same_as_full_read(tail, tmp_path)))
+    # Events show while their stream is still open: the rows come from `snapshot()`.
+    assert seen[3] == ["1", "2"]
+    assert seen[4] == ["1", "2", "3"]
+    assert seen[-1] == ["1", "2", "3", "g0", "g1", "g2", "g3"]
+
+
+def test_open_flows_show_so_far_and_the_torn_event_tail(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(lines[:8]))  # the result event is half there (n=2)
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    timeline = assert_same_as_full_read(tail, tmp_path)
+    flows = timeline.exchanges.sort("seq").collect()
+    assert flows["end_how"].to_list() == [None, None]
+    assert flows["events"].to_list() == [0, 2]
+    assert tail.report().counts == {"missing_close": 1}
+
+
+def test_a_torn_line_waits_for_its_end(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    data = _join(lines[:7])
+    torn = lines[7][:30]
+    partial.write_bytes(data + torn)
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().counts == {"torn_line": 1, "missing_close": 1}
+    records = tail.report().records
+
+    # Still torn, a few bytes more: read again (only the torn line), nothing taken.
+    partial.write_bytes(data + lines[7][:60])
+    assert tail.poll().records == 0
+    assert_same_as_full_read(tail, tmp_path)
+
+    # The rest of the line and two more: taken once, as if never torn.
+    partial.write_bytes(_join(lines[:10]))
+    assert tail.poll().records == 3
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().records == records + 3
+    assert tail.report().counts == {"missing_close": 1}
+
+
+def test_a_complete_last_line_without_its_line_end_is_taken_once(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(lines[:5]) + lines[5])  # a full record, its "\n" not yet written
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().records == 6
+    partial.write_bytes(_join(lines[:9]))
+    assert tail.poll().records == 3
+    assert_same_as_full_read(tail, tmp_path)
+    partial.write_bytes(_join(lines[:9]) + lines[9])
+    assert tail.poll().records == 1
+    assert_same_as_full_read(tail, tmp_path)
+    # What followed was not the line end: the line was not the record it seemed; start over.
+    partial.write_bytes(_join(lines[:9]) + lines[9] + b"#\n")
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().counts["corrupt_line"] == 1
+
+
+def test_rotation_keeps_the_offset_and_follows_into_the_next_file(tmp_path: Path) -> None:
+    """A stream cut by rotation continues in the next file; the renamed file is not re-read."""
+    c = Capture(run_id="run-r").open(file_index=0)
+    f = c.request("GET", headers={"mcp-session-id": "S"})
+    c.response(f, sse=True)
+    c.chunk(f, 'id: a\ndata: {"x":', n=0)  # incomplete: completed in the next file
+    first = c.lines()
+    c.records.clear()
+    c.open(file_index=1)
+    c.chunk(f, "1}\n\nid: b\ndata: 2\n\n", n=1)
+    g = c.request(body=req("ping", 7))
+    c.response(g, body=res(7))
+    c.end(g)
+    c.end(f)
+    c.close()
+    second = c.lines()
+    old = tmp_path / "capture-run-r-0000.jsonl.partial"
+    old.write_bytes(_join(first))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+
+    # The writer renames the file and creates the next one, empty until its capture_open.
+    old.rename(tmp_path / "capture-run-r-0000.jsonl")
+    new = tmp_path / "capture-run-r-0001.jsonl.partial"
+    new.touch()
+    result = tail.poll()
+    assert result.changed and result.bytes_read == 0 and not result.restarted
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().counts == {"missing_close": 2}  # the empty file is a run of its own
+
+    new.write_bytes(second[0][:20])  # capture_open half written
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+
+    for cut in (1, 2, 4, len(second)):
+        new.write_bytes(_join(second[:cut]))
+        result = tail.poll()
+        assert not result.restarted
+        assert result.bytes_read <= len(_join(second[:cut]))  # the renamed file is not re-read
+        timeline = assert_same_as_full_read(tail, tmp_path)
+    assert _events(timeline) == ["a", "b"]
+    assert tail.report().counts == {}
+    new.rename(tmp_path / "capture-run-r-0001.jsonl")
+    assert tail.poll().bytes_read == 0
+    assert [name for name, _, _ in tail.files] == [
+        "capture-run-r-0000.jsonl",
+        "capture-run-r-0001.jsonl",
+    ]
+    assert_same_as_full_read(tail, tmp_path)
+
+
+def test_a_poll_without_new_bytes_parses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(lines[:9]) + lines[9][:10])  # a torn tail too: not re-read
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    version = tail.version
+    timeline = tail.timeline()
+
+    def no_read(*_: Any, **__: Any) -> Any:
+        raise AssertionError("read without new bytes")
+
+    monkeypatch.setattr(CaptureTail, "_read_file", no_read)
+    monkeypatch.setattr("analyzer.ingest.tail._parse", no_read)
+    monkeypatch.setattr("analyzer.ingest.tail._plan", no_read)
+    result = tail.poll()
+    assert (result.changed, result.bytes_read, result.records) == (False, 0, 0)
+    assert tail.version == version
+    assert tail.timeline() is timeline  # not rebuilt either
+
+
+def test_damage_is_counted_as_a_full_read_counts_it(tmp_path: Path) -> None:
+    lines = _session().lines()
+    damaged = [
+        b"\xef\xbb\xbf" + lines[0],  # a byte order mark
+        *lines[1:4],
+        lines[4][:40] + b"#garbage",  # a corrupt line
+        lines[5],
+        lines[5],  # a duplicate
+        b"",  # a blank line
+        *lines[10:13],  # seq 6 to 9 lost
+        b'{"kind":"mystery","seq":13,"ts_ns":1}',
+        b"\xff\xfe",
+        *lines[15:],
+    ]
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    tail = CaptureTail(tmp_path)
+    for cut in (3, 5, 8, 11, len(damaged)):
+        partial.write_bytes(_join(damaged[:cut]))
+        tail.poll()
+        assert_same_as_full_read(tail, tmp_path)
+    assert set(tail.report().counts) >= {
+        "bom",
+        "corrupt_line",
+        "blank_line",
+        "seq_gap",
+        "unknown_kind",
+        "invalid_utf8",
+    }
+
+
+def test_a_rewritten_file_is_read_again_from_the_start(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(lines))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    partial.write_bytes(_join(lines[:6]))  # shorter: not an append
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+    partial.unlink()
+    (tmp_path / "other.jsonl").write_bytes(_join(lines[:4]))
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+
+
+def test_a_new_run_sorting_before_what_was_read_starts_over(tmp_path: Path) -> None:
+    late = Capture(run_id="run-late")
+    late._ms = 5_000
+    late.open()
+    late.request(body=req("ping", 1))
+    (tmp_path / "b.jsonl").write_bytes(_join(late.lines()))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    early = Capture(run_id="run-early").open()
+    early.request(body=req("ping", 1))
+    (tmp_path / "a.jsonl").write_bytes(_join(early.lines()))
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+
+
+def test_the_lab_capture_grown_in_uneven_steps(tmp_path: Path) -> None:
+    """A real capture (the stored lab run) appended a few KiB at a time, cut anywhere."""
+    (source,) = FIXTURE.glob("*.jsonl")
+    data = source.read_bytes()
+    partial = tmp_path / (source.name + ".partial")
+    tail = CaptureTail(tmp_path)
+    cuts = sorted({*range(300, len(data), 2_777), len(data)})
+    for cut in cuts:
+        partial.write_bytes(data[:cut])
+        assert not tail.poll().restarted
+        assert_same_as_full_read(tail, tmp_path)
+    partial.rename(tmp_path / source.name)
+    tail.poll()
+    final = assert_same_as_full_read(tail, tmp_path)
+    assert final.inputs[0].records == 48
+
+
+def test_snapshot_leaves_the_normalizer_as_it_was() -> None:
+    """`snapshot()` shows open flows as `finish()` would, and taking more records still works."""
+    c = _session()
+    records = c.records
+    live = Normalizer()
+    live.add_all(records[:8])
+    drained = live.drain()
+    shown = live.snapshot()
+    assert shown.height == 2
+    assert_frame_equal(shown, live.snapshot())  # again: the same
+    whole = Normalizer()
+    whole.add_all(records[:8])
+    assert_frame_equal(pl.concat([drained.flows, shown]), whole.finish().flows)
+    live.add_all(records[8:])
+    after = Normalizer()
+    after.add_all(records)
+    assert_frame_equal(live.finish().events, after.finish().events.slice(drained.events.height))
+
+
+def test_no_capture_file_yet(tmp_path: Path) -> None:
+    tail = CaptureTail(tmp_path)
+    with pytest.raises(UnreadableInput):
+        tail.poll()
+    partial = tmp_path / "capture-x-0000.jsonl.partial"
+    partial.write_bytes(b"")
+    assert tail.poll().changed
+    assert [(name, size) for name, size, _ in tail.files] == [(partial.name, 0)]
+    assert tail.report().counts == {"missing_close": 1}
+    assert_same_as_full_read(tail, tmp_path)
+    assert not tail.poll().changed
+
+
+def test_a_partial_beside_its_renamed_file_is_read_once(tmp_path: Path) -> None:
+    data = _join(_session().lines())
+    (tmp_path / "cap.jsonl").write_bytes(data)
+    leftover = tmp_path / "cap.jsonl.partial"
+    leftover.write_bytes(data[:-40])
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().counts == {"duplicate_file": 1}
+    result = tail.poll()
+    assert not result.changed and not result.restarted
+    leftover.write_bytes(data + data[-40:])  # now the longer one
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+
+
+SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+
+
+def _progress(i: int) -> bytes:
+    return (
+        b'id: %d\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
+        b'"params":{"progressToken":"p","progress":%d}}\n\n' % (i, i)
+    )
+
+
+def _poll_until(tail: CaptureTail, done: Any, timeout: float = 10.0) -> Timeline:
+    """Poll (as the Live page's refresh does) until the timeline shows what `done` wants."""
+    deadline = time.monotonic() + timeout
+    while True:
+        tail.poll()
+        timeline = tail.timeline()
+        if done(timeline):
+            return timeline
+        if time.monotonic() > deadline:
+            raise AssertionError("the tail did not show the new records in time")
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(90)
+def test_a_running_proxy_is_followed_while_it_records(tmp_path: Path) -> None:
+    """The real `seamwatch proxy` records a paced event stream and a second request; the tail
+    shows each new event while the stream (and the proxy) still runs, then the close."""
+    out = tmp_path / "cap"
+    parts = [_progress(i) for i in range(4)]
+
+    def events_of(timeline: Timeline) -> list[str | None]:
+        return _events(timeline)
+
+    with Origin() as origin, run_proxy(origin.url, out) as proxy:
+        origin.scripts["/mcp"] = Script(headers=SSE_HEADERS, writes=parts, paced=True)
+        origin.scripts["/ping"] = Script(
+            headers=[("Content-Type", "application/json")],
+            writes=[b'{"jsonrpc":"2.0","id":9,"result":{}}'],
+            chunked=False,
+        )
+        tail = CaptureTail(out)
+        with httpx.Client(timeout=10) as client, client.stream("GET", proxy.url + "/mcp") as r:
+            chunks = r.iter_raw()
+            got = b""
+            for k in range(len(parts)):
+                while len(got) < len(b"".join(parts[: k + 1])):
+                    got += next(chunks)
+                # Event k is on the client's side: the tail shows it, the stream still open.
+                timeline = _poll_until(tail, lambda t, k=k: len(events_of(t)) == k + 1)
+                assert events_of(timeline) == [str(i) for i in range(k + 1)]
+                (flow,) = timeline.exchanges.collect().rows(named=True)
+                assert flow["events"] == k + 1
+                if k < len(parts) - 1:  # the origin ends the body right after the last event
+                    assert flow["end_how"] is None
+                assert not tail.poll().restarted
+                origin.step()
+            assert b"".join(chunks) == b""
+            ended = _poll_until(
+                tail, lambda t: t.exchanges.collect()["end_how"].to_list() == ["complete"]
+            )
+            assert proxy.proc.poll() is None
+            assert len(events_of(ended)) == len(parts)
+            client.post(proxy.url + "/ping", json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
+            both = _poll_until(tail, lambda t: t.exchanges.collect().height == 2)
+            assert sorted(both.exchanges.collect()["path"].to_list()) == ["/mcp", "/ping"]
+            assert proxy.proc.poll() is None
+            (name, _, _), *_ = tail.files
+            assert name.endswith(".jsonl.partial")
+            assert_same_as_full_read(tail, out)
+    # The proxy stopped: capture_close written, the file renamed; the offset is kept.
+    result = tail.poll()
+    assert not result.restarted
+    (name, size, _), *_ = tail.files
+    assert name.endswith(".jsonl") and result.bytes_read < size
+    final = assert_same_as_full_read(tail, out)
+    assert "missing_close" not in final.inputs[0].counts
+
+
+def test_a_torn_tail_followed_by_the_next_rotation_stays_torn(tmp_path: Path) -> None:
+    """The writer tore a line, then went on in its next file: the torn record is a lost line,
+    not a `seq` gap, and if the torn file grows after that, reading starts over."""
+    c = Capture(run_id="run-c").open(file_index=0)
+    f = c.request("GET", headers={"mcp-session-id": "S"})
+    c.response(f, sse=True)
+    c.chunk(f, sse(event({"n": 1}, id="a")), n=0)
+    first = c.lines()
+    c.records.clear()
+    c.open(file_index=1)
+    c.chunk(f, sse(event({"n": 2}, id="b")), n=1)
+    c.end(f)
+    c.close()
+    old = tmp_path / "capture-run-c-0000.jsonl.partial"
+    old.write_bytes(_join(first[:-1]) + first[-1][:25])
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+    (tmp_path / "capture-run-c-0001.jsonl.partial").write_bytes(_join(c.lines()))
+    assert not tail.poll().restarted
+    timeline = assert_same_as_full_read(tail, tmp_path)
+    assert tail.report().counts == {"torn_line": 1, "chunk_gap": 1}
+    assert _events(timeline) == ["b"]
+    old.write_bytes(_join(first))  # the torn line completed after all: not an append order
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
