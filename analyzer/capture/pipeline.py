@@ -1,11 +1,23 @@
 """The capture pipeline, split across two processes so that recording costs the proxy little.
 
 The proxy's hot path (`CaptureClient`, called by the addon) only stamps what it saw and appends
-it to a list; a sender thread ships that list every few milliseconds, pickled, down a pipe to a
-worker process (`python -m analyzer.capture.pipeline`) that decodes, frames, redacts,
-serializes and writes (`Recorder` + `CaptureWriter`), on the other core. Doing that work in the
-proxy process, even on a thread, halved the proxy's SSE event rate: the GIL makes every
-microsecond spent recording a microsecond the event loop does not forward traffic.
+it, already framed, to a queue; a sender thread ships the queue every few milliseconds, joined,
+down a pipe to a worker process (`python -m analyzer.capture.pipeline`) that decodes, frames,
+redacts, serializes and writes (`Recorder` + `CaptureWriter`), on the other core. Doing that
+work in the proxy process, even on a thread, halved the proxy's SSE event rate: the GIL makes
+every microsecond spent recording a microsecond the event loop does not forward traffic.
+
+The pipe carries a stream of frames, each a tag byte and fixed little-endian fields:
+
+- `C` a streamed chunk: flow id length (u16), flow id, monotonic ns (i64), length (u32), the
+  raw bytes. The hottest path of all, so it reads one clock: the sender stamps each shipment
+  with a `T` frame, wall clock and monotonic ns (i64 each) read together, and the worker takes
+  a chunk's wall clock as its monotonic time plus that offset. The two differ only if the wall
+  clock was stepped in the few milliseconds between the chunk and its shipment.
+- `P` anything else (request, response, end of stream, unreachable upstream; once per flow):
+  a length (u32) and a pickled tuple. Pickle is safe here: our own parent process wrote it.
+- `N` counters: records dropped at the full queue and capture errors (u64 each) since the last.
+- `X` goodbye: the proxy is closing cleanly.
 
 Secrets cross the pipe in memory, between two processes of the same user, and are redacted
 before anything reaches disk. The worker exits when the pipe closes; if the proxy died without
@@ -15,6 +27,8 @@ saying goodbye, it writes no `capture_close`, so readers see an unclean stop.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import io
 import os
 import pickle
 import secrets
@@ -33,8 +47,20 @@ from analyzer.capture.redaction import Redactor
 from analyzer.capture.writer import CaptureError, CaptureWriter
 
 _LEN = struct.Struct("<Q")
+_FLOW_LEN = struct.Struct("<H")
+_CHUNK_TAIL = struct.Struct("<qI")  # after a chunk frame's flow id: mono ns, length
+_pack_chunk_tail = _CHUNK_TAIL.pack  # bound once: the hot path looks up nothing it can avoid
+_monotonic_ns = time.monotonic_ns
+_PICKLED = struct.Struct("<I")
+_CLOCK = struct.Struct("<qq")
+_COUNTERS = struct.Struct("<QQ")
+_TAG_CHUNK, _TAG_PICKLED, _TAG_CLOCK, _TAG_COUNTERS, _TAG_CLOSE = b"CPTNX"
 _SEND_INTERVAL_S = 0.01
 _READY_TIMEOUT_S = 30.0
+_READ_SIZE = 1 << 20
+# Linux: a 1 MiB pipe holds a shipment at full rate, so the sender rarely waits on the worker.
+_F_SETPIPE_SZ = 1031
+_PIPE_SIZE = 1 << 20
 
 Item = tuple[Any, ...]
 
@@ -43,7 +69,14 @@ def _now() -> tuple[int, int]:
     return time.time_ns(), time.monotonic_ns()
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _write_frame(pipe: IO[bytes], obj: object) -> None:
+    """The configuration, the first thing on the pipe: a length and a pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     pipe.write(_LEN.pack(len(data)))
     pipe.write(data)
@@ -57,7 +90,7 @@ def _read_frame(pipe: IO[bytes]) -> Any:
     (size,) = _LEN.unpack(head)
     data = pipe.read(size)
     if len(data) < size:
-        return None  # torn by a dying proxy: what came before is already written
+        return None
     return pickle.loads(data)  # our own parent process wrote it
 
 
@@ -76,9 +109,11 @@ class CaptureClient:
         queue_max: int = 200_000,
     ) -> None:
         self.queue_max = queue_max
-        # A deque: append and popleft are atomic, so the hot path takes no lock. Counters are
-        # written by the hot path only; the sender ships their growth since its last batch.
-        self._items: deque[Item] = deque()
+        # A deque of frames: append and popleft are atomic, so the hot path takes no lock.
+        # Counters are written by the hot path only; the sender ships their growth since its
+        # last shipment.
+        self._items: deque[bytes] = deque()
+        self._flow_heads: dict[str, bytes] = {}  # a chunk frame's start, per streaming flow
         self._dropped = self._errors = 0
         self._dropped_sent = self._errors_sent = 0
         self._closed = False
@@ -95,6 +130,8 @@ class CaptureClient:
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._pipe = self._proc.stdin
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self._pipe.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
         config = {
             "out_dir": str(out_dir),
             "open_fields": open_fields,
@@ -115,7 +152,8 @@ class CaptureClient:
 
     def _put(self, item: Item) -> None:
         if len(self._items) < self.queue_max and not self._closed:
-            self._items.append(item)
+            data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            self._items.append(b"P" + _PICKLED.pack(len(data)) + data)
         else:
             self._dropped += 1
 
@@ -129,14 +167,25 @@ class CaptureClient:
 
     def chunk(self, flow: str, raw: bytes) -> None:
         """Raw bytes of a streamed response, as they went to the client."""
-        # The hottest path of all, once per chunk: _put and _now inlined.
-        if len(self._items) < self.queue_max and not self._closed:
-            self._items.append(("chunk", (time.time_ns(), time.monotonic_ns()), flow, raw))
+        # The hottest path of all, once per chunk: one clock read, one frame, one append.
+        items = self._items
+        if len(items) < self.queue_max and not self._closed:
+            try:
+                head = self._flow_heads[flow]
+            except KeyError:
+                head = self._flow_head(flow)
+            items.append(head + _pack_chunk_tail(_monotonic_ns(), len(raw)) + raw)
         else:
             self._dropped += 1
 
+    def _flow_head(self, flow: str) -> bytes:
+        encoded = flow.encode("utf-8", "surrogatepass")
+        head = self._flow_heads[flow] = b"C" + _FLOW_LEN.pack(len(encoded)) + encoded
+        return head
+
     def stream_end(self, flow: str, how: str, error: str | None = None) -> None:
         """How a response ended, or why none came."""
+        self._flow_heads.pop(flow, None)
         self._put(("end", _now(), flow, how, error))
 
     def server_unreachable(self, upstream: str, error: str) -> None:
@@ -149,25 +198,31 @@ class CaptureClient:
 
     # -- shipping -------------------------------------------------------------------------
 
-    def _take(self) -> tuple[int, int, list[Item]]:
+    def _take(self) -> bytes:
+        """Everything queued, framed, after a clock frame (and a counters frame if they grew)."""
         popleft = self._items.popleft
-        items = [popleft() for _ in range(len(self._items))]
+        frames = [b"T" + _CLOCK.pack(*_now())]
         dropped, errors = self._dropped, self._errors
-        delta = (dropped - self._dropped_sent, errors - self._errors_sent)
-        self._dropped_sent, self._errors_sent = dropped, errors
-        return delta[0], delta[1], items
+        if (dropped, errors) != (self._dropped_sent, self._errors_sent):
+            delta = (dropped - self._dropped_sent, errors - self._errors_sent)
+            self._dropped_sent, self._errors_sent = dropped, errors
+            frames.append(b"N" + _COUNTERS.pack(*delta))
+        frames += [popleft() for _ in range(len(self._items))]
+        return b"".join(frames) if len(frames) > 1 else b""
 
     def _send_loop(self) -> None:
         while not self._wake.wait(_SEND_INTERVAL_S):
             if not self._ship():
                 return
 
-    def _ship(self) -> bool:
-        dropped, errors, items = self._take()
-        if not (items or dropped or errors):
+    def _ship(self, goodbye: bool = False) -> bool:
+        data = self._take()
+        if goodbye:
+            data += b"X"
+        if not data:
             return True
         try:
-            _write_frame(self._pipe, ("batch", dropped, errors, items))
+            _write_all(self._pipe.fileno(), data)
         except (OSError, ValueError):  # the worker is gone: nothing more can be recorded
             self._closed = True
             return False
@@ -180,12 +235,9 @@ class CaptureClient:
         self._wake.set()
         self._sender.join(timeout)
         self._closed = True
-        self._ship()
-        try:
-            _write_frame(self._pipe, ("close",))
+        self._ship(goodbye=True)
+        with contextlib.suppress(OSError, ValueError):
             self._pipe.close()
-        except (OSError, ValueError):
-            pass
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -194,7 +246,7 @@ class CaptureClient:
 
 
 class _Worker:
-    """The worker's side: replays the proxy's items into the recorder and the writer."""
+    """The worker's side: replays the proxy's frames into the recorder and the writer."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         redactor = Redactor(enabled=config["redact"], key=secrets.token_bytes(32))
@@ -206,14 +258,89 @@ class _Worker:
         )
         self.recorder = Recorder(self.writer, redactor, replica_header=config["replica_header"])
         self.taps: dict[str, StreamTap] = {}
+        self.wall_offset = time.time_ns() - time.monotonic_ns()
+        self.closed = False
+        self._chunk_frames: dict[int, struct.Struct] = {}
+
+    def feed(self, buf: bytes) -> int:
+        """Apply the whole frames at the start of `buf`; how many bytes they took."""
+        pos, end = 0, len(buf)
+        while pos < end:
+            tag = buf[pos]
+            if tag == _TAG_CHUNK:
+                after = self._chunk_run(buf, pos, end)
+                if after == pos:
+                    break  # a torn frame: wait for the rest
+                pos = after
+            elif tag == _TAG_CLOCK:
+                if pos + 1 + _CLOCK.size > end:
+                    break
+                wall, mono = _CLOCK.unpack_from(buf, pos + 1)
+                self.wall_offset = wall - mono
+                pos += 1 + _CLOCK.size
+            elif tag == _TAG_PICKLED:
+                if pos + 1 + _PICKLED.size > end:
+                    break
+                (size,) = _PICKLED.unpack_from(buf, pos + 1)
+                at = pos + 1 + _PICKLED.size
+                if at + size > end:
+                    break
+                item = pickle.loads(buf[at : at + size])  # our own parent process wrote it
+                pos = at + size
+                self.guarded(self.apply, item)
+            elif tag == _TAG_COUNTERS:
+                if pos + 1 + _COUNTERS.size > end:
+                    break
+                self.writer.count_upstream(*_COUNTERS.unpack_from(buf, pos + 1))
+                pos += 1 + _COUNTERS.size
+            elif tag == _TAG_CLOSE:
+                self.closed = True
+                return end
+            else:
+                raise ValueError(f"capture pipe out of step: tag {tag:#x} at {pos}")
+        return pos
+
+    def _chunk_run(self, buf: bytes, pos: int, end: int) -> int:
+        """Hand the run of whole chunk frames of one flow at `pos` to its tap; where it ends."""
+        if pos + 1 + _FLOW_LEN.size > end:
+            return pos
+        head_size = 1 + _FLOW_LEN.size + _FLOW_LEN.unpack_from(buf, pos + 1)[0]
+        head = buf[pos : pos + head_size]
+        frame = self._chunk_frames.get(head_size)
+        if frame is None:  # one struct per flow id length: the whole header in one unpack
+            frame = self._chunk_frames[head_size] = struct.Struct(f"<{head_size}sqI")
+        unpack, size = frame.unpack_from, frame.size
+        raws: list[bytes] = []
+        monos: list[int] = []
+        while pos + size <= end:
+            this_head, mono, length = unpack(buf, pos)
+            if this_head != head:
+                break  # another flow's chunk, or another frame
+            start = pos + size
+            stop = start + length
+            if stop > end:
+                break
+            raws.append(buf[start:stop])
+            monos.append(mono)
+            pos = stop
+        if raws:
+            self.chunks(head[1 + _FLOW_LEN.size :], raws, monos)
+        return pos
+
+    def guarded(self, step: Any, *args: Any) -> None:
+        try:
+            step(*args)
+        except Exception:
+            self.writer.count_error()
+
+    def chunks(self, flow_id: bytes, raws: list[bytes], monos: list[int]) -> None:
+        tap = self.taps.get(flow_id.decode("utf-8", "surrogatepass"))
+        if tap is not None:
+            self.guarded(tap.feed_many, raws, monos, self.wall_offset)
 
     def apply(self, item: Item) -> None:
         kind, at = item[0], item[1]
-        if kind == "chunk":
-            tap = self.taps.get(item[2])
-            if tap is not None:
-                tap.feed(item[3], at)
-        elif kind == "request":
+        if kind == "request":
             self.recorder.request(item[2], at=at, **item[3])
         elif kind == "response":
             tap = self.recorder.response(item[2], at=at, **item[3])
@@ -249,6 +376,7 @@ def main() -> int:
     with contextlib.suppress(OSError):
         os.nice(10)
     stdin, stdout = sys.stdin.buffer, sys.stdout
+    assert isinstance(stdin, io.BufferedReader)
     config = _read_frame(stdin)
     if config is None:
         return 2
@@ -259,18 +387,23 @@ def main() -> int:
         print(f"cannot capture to {config['out_dir']}: {e}", file=stdout, flush=True)
         return 2
     print("ready", file=stdout, flush=True)
+    buf = b""
     while True:
-        frame = _read_frame(stdin)
-        if frame is None or frame[0] == "close":
-            worker.finish(clean=frame is not None)
+        try:
+            used = worker.feed(buf)
+        except ValueError:  # out of step: what came before is written, the rest is not ours
+            worker.writer.count_error()
+            worker.finish(clean=False)
+            return 1
+        buf = buf[used:]
+        if worker.closed:
+            worker.finish(clean=True)
             return 0
-        _, dropped, errors, items = frame
-        worker.writer.count_upstream(dropped, errors)
-        for item in items:
-            try:
-                worker.apply(item)
-            except Exception:
-                worker.writer.count_error()
+        data = stdin.read1(_READ_SIZE)
+        if not data:  # the proxy died without a goodbye; a torn last frame is dropped
+            worker.finish(clean=False)
+            return 0
+        buf += data  # the unparsed rest is at most a frame
 
 
 if __name__ == "__main__":

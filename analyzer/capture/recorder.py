@@ -1,14 +1,19 @@
 """The recorder: turns what the proxy saw into schema-1 records (DESIGN.md §4).
 
-It knows nothing of mitmproxy: the addon hands it plain values. Everything here runs on the
-proxy's event loop, so it is cheap, redacts before queueing, and leaves I/O to the writer.
+It knows nothing of mitmproxy: the addon hands it plain values (through the capture worker,
+`pipeline.py`). It redacts before queueing and leaves serialization and I/O to the writer, except
+for the common case of a streamed response, whole events of plain text with nothing to redact,
+whose chunk records it serializes itself (`StreamTap.feed_many`), a batch at a time.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from json.encoder import encode_basestring
 from typing import Protocol
+
+from pydantic_core import to_json
 
 from analyzer.capture.framing import (
     DEFAULT_DECODE_CAP,
@@ -28,6 +33,8 @@ class Sink(Protocol):
     """Where records go: the writer's queue."""
 
     def submit(self, record: dict[str, object]) -> None: ...
+
+    def submit_encoded(self, members: list[bytes]) -> None: ...
 
     def count_redacted(self, n: int) -> None: ...
 
@@ -50,6 +57,10 @@ def header_value(headers: Headers, name: str) -> str | None:
     return None
 
 
+# Whole events: a final LF after another line end (LF or CRLF) is a blank line (`EventFramer`).
+_WHOLE_EVENTS = (b"\n\n", b"\n\r\n")
+
+
 def is_event_stream(headers: Headers) -> bool:
     """True when the response's Content-Type is text/event-stream (parameters ignored)."""
     ctype = header_value(headers, "content-type") or ""
@@ -67,6 +78,66 @@ class StreamTap:
         self.framer = EventFramer(recorder.event_cap)
         self.n = 0
         self.ended = False
+        # A chunk record's members as the writer's `to_json` writes them (`feed_many`), with
+        # what is fixed for the stream baked in: %d ts_ns, mono_ns and n, %s the data text.
+        fixed = (to_json(flow).decode(), to_json(content_encoding).decode())
+        flow_json, encoding_json = (part.replace("%", "%%") for part in fixed)
+        self._members = (
+            f'"kind":"chunk","ts_ns":%d,"mono_ns":%d,"flow":{flow_json},"n":%d,'
+            f'"content_encoding":{encoding_json},"data":{{"text":%s}}}}'
+        )
+
+    def feed_many(self, raws: list[bytes], monos: list[int], wall_offset: int) -> None:
+        """Record raw chunks seen at `monos` (monotonic ns; wall clock = mono + wall_offset).
+
+        The same records, byte for byte, as `feed` called on each in turn. Runs of chunks that
+        each hold whole events of UTF-8 text with nothing to redact (the common case) are
+        recorded in one pass, without a dict per record, the redaction precheck run once on
+        the run joined; the rest, e.g. an event split across two reads, go through `feed`.
+        """
+        i, count = 0, len(raws)
+        while i < count:
+            j = self._whole_run(raws, i)
+            if j > i and self._record_plain(raws[i:j], monos[i:j], wall_offset):
+                i = j
+                continue
+            for k in range(i, max(j, i + 1)):
+                self.feed(raws[k], (monos[k] + wall_offset, monos[k]))
+            i = max(j, i + 1)
+
+    def _whole_run(self, raws: list[bytes], i: int) -> int:
+        """The end of the run from `i` of chunks that `feed` would record whole, as they came."""
+        decoder = self.decoder
+        if decoder.encoding != "identity" or decoder.capped or decoder.failed:
+            return i
+        if self.framer.pending:
+            return i
+        j, size, room = i, 0, decoder.cap - decoder.produced
+        while j < len(raws) and raws[j].endswith(_WHOLE_EVENTS):
+            size += len(raws[j])
+            if size >= room:
+                break  # `feed` marks the cap
+            j += 1
+        return j
+
+    def _record_plain(self, raws: list[bytes], monos: list[int], wall_offset: int) -> bool:
+        """Record whole chunks of UTF-8 text with nothing to redact; False if they are not."""
+        try:
+            texts = [raw.decode("utf-8") for raw in raws]
+        except UnicodeDecodeError:
+            return False
+        if self.recorder.redactor.may_redact("".join(texts)):
+            return False
+        self.decoder.produced += sum(map(len, raws))
+        members, n = self._members, self.n
+        # json.encoder's C string encoder escapes as pydantic_core's to_json does (tested).
+        encoded = [
+            (members % (mono + wall_offset, mono, n + i, encode_basestring(text))).encode()
+            for i, (mono, text) in enumerate(zip(monos, texts, strict=True))
+        ]
+        self.n = n + len(encoded)
+        self.recorder.sink.submit_encoded(encoded)
+        return True
 
     def feed(self, raw: bytes, at: Stamp | None = None) -> None:
         """Record the events that this raw (still encoded) chunk completes."""

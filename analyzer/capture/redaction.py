@@ -301,17 +301,33 @@ class Redactor:
         edits = [self._pair_edit(path, m) for m in self._query_pair.finditer(folded)]
         return _apply(path, [e for e in edits if e is not None])
 
+    def may_redact(self, text: str) -> bool:
+        """False when `text` surely holds nothing to redact (`text` would return it as is).
+
+        The precheck that `text` starts with. Every test in it finds in a concatenation what
+        it finds in any of its parts, so one call on a block of texts joined answers for each.
+        """
+        if not self._enabled:
+            return False
+        folded = _fold(text)
+        named, escaped = self._precheck(text, folded)
+        return named or escaped
+
+    def _precheck(self, text: str, folded: str) -> tuple[bool, bool]:
+        # A listed name as a whole JSON key, or as a query/form parameter. A bare substring
+        # test is not enough: MCP text is full of "progressToken".
+        named = self._quoted_name.search(folded) is not None or (
+            "=" in folded and any(f in folded for f in self._fragments)
+        )
+        escaped = "\\u" in text and self._escape_hint.search(text) is not None
+        return named, escaped
+
     def text(self, text: str) -> tuple[str, int]:
         """A JSON body or a block of SSE events with listed values redacted, all else as is."""
         if not self._enabled:
             return text, 0
         folded = _fold(text)
-        # Precheck: a listed name as a whole JSON key, or as a query/form parameter. A bare
-        # substring test is not enough: MCP text is full of "progressToken".
-        named = self._quoted_name.search(folded) is not None or (
-            "=" in folded and any(f in folded for f in self._fragments)
-        )
-        escaped = "\\u" in text and self._escape_hint.search(text) is not None
+        named, escaped = self._precheck(text, folded)
         if not (named or escaped):
             return text, 0
         edits: list[_Edit | None] = []

@@ -1,11 +1,16 @@
+import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from analyzer.capture.pipeline import CaptureClient
+from analyzer.capture.recorder import Recorder
+from analyzer.capture.redaction import Redactor
 from analyzer.capture.writer import CaptureError
 from analyzer.records import RECORD_ADAPTER
 from tests.support.proxy import read_records
@@ -127,3 +132,84 @@ def test_the_worker_ignores_signals_meant_for_the_proxy(tmp_path: Path) -> None:
     stream(client)
     client.close()
     assert read_records(tmp_path / "cap")[-1]["kind"] == "capture_close"
+
+
+class ListSink:
+    """Records as a writer would store them, in memory."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def submit(self, record: dict[str, object]) -> None:
+        self.records.append(record)
+
+    def submit_encoded(self, members: list[bytes]) -> None:
+        self.records += [json.loads(b"{" + m) for m in members]
+
+    def count_redacted(self, n: int) -> None:
+        pass
+
+
+def test_the_worker_records_what_a_recorder_fed_directly_records(tmp_path: Path) -> None:
+    """Thousands of chunks, several shipments and pipe reads: the same records, in order."""
+    event = b'id: %d\ndata: {"method":"notifications/progress","params":{"progress":%d}}\n\n'
+    raws = [event % (i, i) for i in range(5000)]
+    raws[100:101] = [raws[100][:20], raws[100][20:]]  # an event split across two reads
+    raws[2000] = b'data: {"password":"hunter2"}\n\n'
+    raws[3000] = b"data: \xff\n\n"  # not UTF-8
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN)
+    stream(client, "f2")
+    before = time.time_ns()
+    for i, raw in enumerate(raws):
+        client.chunk("f2", raw)
+        if i % 700 == 0:
+            time.sleep(0.02)  # let the sender ship a part
+    client.stream_end("f2", "complete")
+    client.close()
+    after = time.time_ns()
+    records = read_records(tmp_path / "cap")
+    for r in records:
+        RECORD_ADAPTER.validate_python(r)
+
+    sink = ListSink()
+    tap = Recorder(sink, Redactor()).response(
+        "f2",
+        status=200,
+        http_version="HTTP/1.1",
+        headers=SSE,
+        upstream=None,
+        body=None,
+        streamed=True,
+    )
+    assert tap is not None
+    for raw in (b'id: 1\ndata: {"password":"hunter2"}\n\nid: 2\nda', b"ta: x\n\n", *raws):
+        tap.feed(raw)
+
+    def comparable(r: dict[str, Any]) -> str:
+        r = {k: v for k, v in r.items() if k not in ("seq", "ts_ns", "mono_ns")}
+        return re.sub(r"redacted:[0-9a-f]{8}", "redacted", json.dumps(r))
+
+    chunks = [r for r in records if r["kind"] == "chunk"]
+    assert len(chunks) == 5002
+    assert [comparable(c) for c in chunks] == [comparable(r) for r in sink.records[1:]]
+    assert "hunter2" not in json.dumps(records)
+    assert all(before - 10**9 < c["ts_ns"] < after for c in chunks[2:])
+    monos = [c["mono_ns"] for c in chunks]
+    assert monos == sorted(monos)
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    assert records[-1]["kind"] == "capture_close" and records[-1]["redacted"] == 4
+
+
+def test_a_frame_torn_by_a_dying_proxy_is_dropped_and_the_stop_is_unclean(tmp_path: Path) -> None:
+    client = CaptureClient(tmp_path / "cap", open_fields=OPEN)
+    stream(client)
+    client._wake.set()
+    client._sender.join(5)
+    client._ship()
+    # Half a chunk frame, then the pipe closes: the proxy died while writing it.
+    client._pipe.write(b"C\x02\x00f1\x00\x00")
+    client._pipe.close()
+    client._proc.wait(20)
+    records = read_records(tmp_path / "cap")
+    assert [r["kind"] for r in records if r["kind"] == "chunk"] == ["chunk", "chunk"]
+    assert records[-1]["kind"] == "capture_stats" and records[-1]["addon_errors"] == 0

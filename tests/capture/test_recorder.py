@@ -1,7 +1,12 @@
+import json
 import zlib
 from typing import Any
 
-from analyzer.capture.recorder import Recorder, header_value, is_event_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_core import to_json
+
+from analyzer.capture.recorder import Recorder, StreamTap, header_value, is_event_stream
 from analyzer.capture.redaction import Redactor
 from analyzer.records import RECORD_ADAPTER
 
@@ -9,10 +14,17 @@ from analyzer.records import RECORD_ADAPTER
 class ListSink:
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
+        self.lines: list[bytes] = []
         self.redacted = 0
 
     def submit(self, record: dict[str, object]) -> None:
         self.records.append({"seq": len(self.records), **record})
+        self.lines.append(to_json(record))  # as the writer serializes it
+
+    def submit_encoded(self, members: list[bytes]) -> None:
+        for m in members:
+            self.records.append({"seq": len(self.records), **json.loads(b"{" + m)})
+            self.lines.append(b"{" + m)
 
     def count_redacted(self, n: int) -> None:
         self.redacted += n
@@ -127,3 +139,102 @@ def test_a_body_over_the_cap_keeps_its_head() -> None:
         streamed=False,
     )
     assert sink.records[0]["body"] == {"text": "abcd", "truncated_bytes": 4}
+
+
+def stream_tap(encoding: str | None = None, **kw: Any) -> tuple[StreamTap, ListSink]:
+    rec, sink = make(**kw)
+    headers = [("Content-Type", "text/event-stream")]
+    if encoding:
+        headers.append(("Content-Encoding", encoding))
+    tap = rec.response(
+        "flow-%1",
+        status=200,
+        http_version="HTTP/1.1",
+        headers=headers,
+        upstream=None,
+        body=None,
+        streamed=True,
+    )
+    assert tap is not None
+    sink.records.clear()
+    sink.lines.clear()
+    return tap, sink
+
+
+EVENT_PARTS = [
+    b'id: 1\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
+    b'"params":{"progressToken":7}}\n\n',
+    b'data: {"password":"hunter2"}\n\n',  # a secret
+    b'data: caf\xc3\xa9 \xe2\x80\xa8 \x7f \\ "q" \x01\t\n\n',  # non-ASCII, escapes
+    b"data: \xff\xfe\n\n",  # not UTF-8
+    b"data: crlf\r\n\r\n",
+    b"data: cr only\r\r",
+    b"data: half an ev",
+    b"ent\n\n",
+    b": comment\n\n",
+    b"\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    chunks=st.lists(st.lists(st.sampled_from(EVENT_PARTS), min_size=1, max_size=3), max_size=12),
+    redact=st.booleans(),
+    decode_cap=st.sampled_from([64 << 20, 300]),
+)
+def test_feed_many_writes_the_bytes_that_feed_one_by_one_writes(
+    chunks: list[list[bytes]], redact: bool, decode_cap: int
+) -> None:
+    raws = [b"".join(parts) for parts in chunks]
+    monos = [1_000 + i for i in range(len(raws))]
+    one, one_sink = stream_tap(decode_cap=decode_cap)
+    many, many_sink = stream_tap(decode_cap=decode_cap)
+    one.recorder.redactor._enabled = many.recorder.redactor._enabled = redact
+    for raw, mono in zip(raws, monos, strict=True):
+        one.feed(raw, (mono + 5_000, mono))
+    many.feed_many(raws, monos, 5_000)
+    one.end("complete", at=(9, 9))
+    many.end("complete", at=(9, 9))
+    assert many_sink.lines == one_sink.lines
+    assert many_sink.redacted == one_sink.redacted
+    for r in many_sink.records:
+        RECORD_ADAPTER.validate_python(r)
+
+
+def test_feed_many_takes_the_fast_path_only_where_it_is_exact() -> None:
+    tap, sink = stream_tap()
+    plain = EVENT_PARTS[0]
+    raws = [plain, plain, b"data: half", b" done\n\n", plain, EVENT_PARTS[1], plain]
+    tap.feed_many(raws, list(range(len(raws))), 100)
+    texts = [r["data"]["text"] for r in sink.records]
+    assert texts[:2] == [plain.decode()] * 2
+    assert texts[2] == "data: half done\n\n"  # the split event waited for its end
+    assert "hunter2" not in "".join(texts) and sink.redacted == 1
+    assert [r["n"] for r in sink.records] == list(range(6))
+    assert [r["ts_ns"] - r["mono_ns"] for r in sink.records] == [100] * 6
+
+
+def test_feed_many_of_gzip_goes_through_the_decoder() -> None:
+    tap, sink = stream_tap("gzip")
+    comp = zlib.compressobj(wbits=31)
+    events = [b"id: %d\ndata: x\n\n" % i for i in range(5)]
+    raws = [comp.compress(e) + comp.flush(zlib.Z_SYNC_FLUSH) for e in events]
+    tap.feed_many(raws, list(range(5)), 0)
+    assert [r["data"]["text"].encode() for r in sink.records] == events
+    assert all(r["content_encoding"] == "gzip" for r in sink.records)
+
+
+def test_feed_many_marks_the_decode_cap_where_feed_does() -> None:
+    plain = EVENT_PARTS[0]
+    raws = [plain] * 4
+    lines = []
+    for many in (False, True):
+        tap, sink = stream_tap(decode_cap=2 * len(plain))  # the cap is hit exactly
+        if many:
+            tap.feed_many(raws, [0] * 4, 0)
+        else:
+            for raw in raws:
+                tap.feed(raw, (0, 0))
+        lines.append(sink.lines)
+        assert [r.get("decompress_capped", False) for r in sink.records] == [False, True]
+    assert lines[0] == lines[1]

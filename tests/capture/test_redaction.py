@@ -367,3 +367,36 @@ def test_property_json_in_a_string_in_sse(doc: object, options: dict[str, object
     out, _ = R.text(text)
     assert out.startswith("event: message\ndata: ") and out.endswith("\n\n")
     assert json.loads(json.loads(out.split("data: ", 1)[1])["text"]) == expected_after(doc)
+
+
+# -- the precheck that the capture worker runs once per batch of chunks --------------------
+
+PIECES = [
+    '{"progressToken":1}',
+    '{"password":"x"}',
+    '"pass',
+    'word":"x"',
+    "?access_token=abc",
+    "access_",
+    "token=abc",
+    '"acc\\u0065ss_token":"x"',
+    "\\u00",
+    "65",
+    "plain text\n\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=5))
+def test_may_redact_on_a_join_answers_for_every_part(parts: list[str]) -> None:
+    if not R.may_redact("".join(parts)):
+        for part in parts:
+            assert R.text(part) == (part, 0)
+    for part in parts:  # and alone it is exactly the precheck of `text`
+        assert R.may_redact(part) or R.text(part) == (part, 0)
+    assert not Redactor(enabled=False).may_redact("".join(parts))
+
+
+def test_may_redact_is_false_for_mcp_progress_and_true_for_a_secret() -> None:
+    assert not R.may_redact('data: {"params":{"progressToken":7,"maxTokens":3}}\n\n')
+    assert R.may_redact('data: {"params":{"Password":"x"}}\n\n')

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_core import to_json
 
 from analyzer.capture.writer import CaptureError, CaptureWriter
 from analyzer.records import RECORD_ADAPTER, SCHEMA, CaptureOpen
@@ -389,3 +390,23 @@ def test_sigkill_leaves_every_record_older_than_two_flush_intervals(tmp_path: Pa
     flows = [int(r["flow"]) for r in lines if r["kind"] == "stream_end"]
     assert flows == list(range(len(flows)))
     assert len(flows) > due, f"record {due} was submitted 2 flush intervals before the kill"
+
+
+def test_encoded_records_get_seq_rotation_and_counters(out_dir: Path) -> None:
+    members = [to_json(end(i))[1:] for i in range(60)]
+    w = CaptureWriter(out_dir, open_fields=OPEN_FIELDS, rotate_bytes=2000)
+    with w:
+        w.submit(end(-1))
+        w.submit_encoded(members[:30])
+        w.submit_encoded(members[30:])
+        w.submit(end(60))
+    w.submit_encoded(members[:3])  # after close: dropped
+    files = read_capture(out_dir)
+    assert len(files) > 2  # rotation fell inside the encoded batches
+    assert all(f[0]["kind"] == "capture_open" for f in files)
+    lines = [r for f in files for r in f]
+    assert [r["seq"] for r in lines] == list(range(len(lines)))
+    flows = [r["flow"] for r in lines if r["kind"] == "stream_end"]
+    assert flows == [str(i) for i in range(-1, 61)]
+    assert (lines[-1]["seen"], lines[-1]["written"], lines[-1]["dropped"]) == (62, 62, 0)
+    assert w.counters["dropped"] == 3 and w.counters["seen"] == 65
