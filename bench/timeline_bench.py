@@ -1,7 +1,7 @@
 """Benchmark: first parse of a capture, then the timeline from the Parquet cache.
 
-    .venv/bin/python bench/synth_capture.py /tmp/synth1m --events 1000000
-    .venv/bin/python bench/timeline_bench.py /tmp/synth1m
+    .venv/bin/python bench/synth_capture.py synth1m --events 1000000
+    .venv/bin/python bench/timeline_bench.py synth1m
 
 Each phase runs in its own process (so peak RSS is the phase's own) and prints SSE events/s:
 
@@ -9,7 +9,11 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
 - cached:   read_inputs again (cache hit) + build_timeline (collects the flow-level frames)
             + a per-session pass over sse_events and messages on the streaming engine, as a
             detector does (not collecting those record-level frames whole);
+- analyze:  what `seamwatch analyze` does from the cache: read_inputs + build_timeline + every
+            detector + the report's counts (not the rendering of the report);
 - ceiling:  a raw Parquet scan of the cached events table (what reading can cost at least).
+
+`cpu` is the phase's own CPU time (all threads): on a loaded machine it moves less than wall.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+PHASES = ("parse", "cached", "analyze", "ceiling")
+
 
 def _phase(name: str, path: Path) -> dict[str, float]:
     import polars as pl
@@ -30,7 +36,7 @@ def _phase(name: str, path: Path) -> dict[str, float]:
     from analyzer.ingest import read_inputs
     from analyzer.timeline import RawTables, build_timeline
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if name == "parse":
         ingested = read_inputs([path])
         events = ingested.scan("events").select(pl.len()).collect().item()
@@ -46,28 +52,44 @@ def _phase(name: str, path: Path) -> dict[str, float]:
         ]
         counted = pl.collect_all(per_session, engine="streaming")
         events = int(counted[0]["len"].sum())
+    elif name == "analyze":
+        from analyzer.detectors import DETECTORS, run_detectors
+        from analyzer.report.run import build_report
+
+        ingested = read_inputs([path])
+        assert ingested.inputs[0].cached, "run the parse phase first"
+        timeline = build_timeline(RawTables.from_ingested(ingested), ingested.inputs)
+        findings = run_detectors(timeline)
+        build_report(timeline, findings, DETECTORS, fail_on=None)
+        events = timeline.sse_events.select(pl.len()).collect().item()
     else:
         directory = read_inputs([path]).directories[0]
         assert directory is not None
         scan = pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
         events = scan.group_by("flow_id").agg(pl.len(), pl.col("ts").max()).collect()
         events = int(events["len"].sum())
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"events": events, "seconds": wall, "rss_mb": own, "worker_rss_mb": children}
+    return {
+        "events": events,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "rss_mb": own,
+        "worker_rss_mb": children,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", type=Path)
-    parser.add_argument("--phase", choices=("parse", "cached", "ceiling"))
+    parser.add_argument("--phase", choices=PHASES)
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(_phase(args.phase, args.capture)))
         return
     shutil.rmtree(args.capture / ".seamwatch-cache", ignore_errors=True)
-    for phase in ("parse", "cached", "ceiling"):
+    for phase in PHASES:
         out = subprocess.run(
             [sys.executable, __file__, str(args.capture), "--phase", phase],
             check=True,
@@ -77,7 +99,8 @@ def main() -> None:
         r = json.loads(out.strip().splitlines()[-1])
         rate = r["events"] / r["seconds"]
         print(
-            f"{phase:8s} {r['events']:>10,.0f} events  {r['seconds']:7.2f} s  "
+            f"{phase:8s} {r['events']:>10,.0f} events  {r['seconds']:7.2f} s "
+            f"(cpu {r['cpu_seconds']:7.2f} s)  "
             f"{rate:>12,.0f} events/s  peak RSS {r['rss_mb']:6.0f} MB"
             f" (workers {r['worker_rss_mb']:.0f} MB)"
         )

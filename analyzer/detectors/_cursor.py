@@ -19,21 +19,27 @@ def resumed_at_cursor(
     that issued the cursor carried that event id. A resume whose cursor that flow never carried
     drops out.
     """
-    cursor_at = events.group_by(
-        pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor")
-    ).agg(pl.col("stream_pos").max().alias("c_pos"))
-    return (
-        resumptions.filter(
-            (pl.col("status") == "resolved") & (pl.col("answer_stream_id") == pl.col("stream_id"))
-        )
-        .select(
-            "stream_id",
-            "cursor",
-            "cursor_flow_id",
-            pl.col("flow_id").alias("r_flow"),
-            pl.col("ts").alias("r_ts"),
-            pl.col("answer_incarnation").alias("r_inc"),
-            *more,
-        )
-        .join(cursor_at, on=["cursor_flow_id", "cursor"])
+    resumes = resumptions.filter(
+        (pl.col("status") == "resolved") & (pl.col("answer_stream_id") == pl.col("stream_id"))
     )
+    # Only the (flow, id) pairs some resume names: select those events before aggregating.
+    cursor_at = (
+        events.join(
+            resumes.select(
+                pl.col("cursor_flow_id").alias("flow_id"), pl.col("cursor").alias("event_id")
+            ),
+            on=["flow_id", "event_id"],
+            how="semi",
+        )
+        .group_by(pl.col("flow_id").alias("cursor_flow_id"), pl.col("event_id").alias("cursor"))
+        .agg(pl.col("stream_pos").max().alias("c_pos"))
+    )
+    return resumes.select(
+        "stream_id",
+        "cursor",
+        "cursor_flow_id",
+        pl.col("flow_id").alias("r_flow"),
+        pl.col("ts").alias("r_ts"),
+        pl.col("answer_incarnation").alias("r_inc"),
+        *more,
+    ).join(cursor_at, on=["cursor_flow_id", "cursor"])

@@ -30,6 +30,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
+from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -83,11 +84,12 @@ def _skipped(
 ) -> pl.LazyFrame:
     """Resumes whose first progress value jumps past the client's last by more than a step."""
     payload = pl.col("text").str
+    # Only the resumed streams' progress matters: keep those rows before reading any payload.
+    notes = tl.messages.filter(
+        (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
+    ).join(resumes.select("stream_id"), on="stream_id", how="semi")
     progress = (
-        tl.messages.filter(
-            (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
-        )
-        .join(tl.payloads.filter(~pl.col("base64")), on="data_hash")
+        notes.join(payloads_of(tl, notes).filter(~pl.col("base64")), on="data_hash")
         .select(
             "flow_id",
             "ordinal",
@@ -97,6 +99,7 @@ def _skipped(
         .with_columns(pl.col("shown").cast(pl.Float64, strict=False).alias("p"))
         .drop_nulls()
         .join(events, on=["flow_id", "ordinal"])
+        .cache()  # read by `step` and `seen`: computed once
     )
     diff = pl.col("p").diff().over("stream_id", "token", "incarnation", order_by="ordinal")
     step = (
@@ -193,10 +196,13 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
         timeline.resumptions,
         events,
         pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
-    )
+    ).cache()  # small, and read by every part: computed once
+    # The events of resumed streams only: a semi-join keeps the other events out of the joins
+    # below (whose build side would otherwise hold every event).
+    resumed = events.join(resumes.select("stream_id"), on="stream_id", how="semi")
     found = (
-        _carried(resumes, events),
-        _skipped(timeline, resumes, events, progress_jump),
+        _carried(resumes, resumed),
+        _skipped(timeline, resumes, resumed, progress_jump),
         _owed(timeline, resumes),
     )
     parts = pl.concat(

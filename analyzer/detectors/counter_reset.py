@@ -49,18 +49,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         *_STREAM, "cursor", "replica", *_counter("cursor", "c_prefix", "c_n")
     )
     order = ("ts", "seq", "ordinal")
-    ids = (
+    counted = (
         timeline.sse_events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
-        .sort(order)
-        .with_columns(
-            (pl.int_range(pl.len()).over("session_id", "event_id", "payload_hash") > 0).alias(
-                "exact"
-            ),
-            (pl.int_range(pl.len()).over("session_id", "event_id") > 0).alias("reused"),
-            *_counter("event_id", "prefix", "n"),
-        )
+        .with_columns(*_counter("event_id", "prefix", "n"))
         .filter(pl.col("n").is_not_null() & ~pl.col("prefix").str.contains(r"\d{10}"))
-        .sort("stream_id", "incarnation", "ordinal")
+    )
+    ids = (
+        counted.sort("stream_id", "incarnation", "ordinal")
         .with_columns(
             pl.col("n").cum_max().shift(1).over(*_STREAM, "prefix").alias("high"),
             (pl.col("n").diff() > 0).over(*_STREAM, "prefix").alias("rises"),
@@ -69,9 +64,30 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     from_cursor = pl.when(pl.col("c_prefix") == pl.col("prefix")).then(pl.col("c_n"))
     back = pl.col("n") <= pl.max_horizontal("high", from_cursor)
+    went_back = ids.filter(
+        pl.col("rises").fill_null(False).any().over("stream_id", "prefix")
+    ).filter(back.fill_null(False))
+    # Whether an id was issued earlier in the session (with this payload, or at all), in wire
+    # order: only for the ids that went back (all their issues carry the same counter).
+    issues = (
+        counted.join(
+            went_back.select("session_id", "event_id"),
+            on=["session_id", "event_id"],
+            how="semi",
+            nulls_equal=True,
+        )
+        .sort(order)
+        .select(
+            "flow_id",
+            "ordinal",
+            (pl.int_range(pl.len()).over("session_id", "event_id", "payload_hash") > 0).alias(
+                "exact"
+            ),
+            (pl.int_range(pl.len()).over("session_id", "event_id") > 0).alias("reused"),
+        )
+    )
     flagged = (
-        ids.filter(pl.col("rises").fill_null(False).any().over("stream_id", "prefix"))
-        .filter(back.fill_null(False))
+        went_back.join(issues, on=["flow_id", "ordinal"], how="left")
         .sort(*_STREAM, "ordinal")
         .group_by("session_id", *_STREAM, maintain_order=True)
         .agg(

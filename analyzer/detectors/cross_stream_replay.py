@@ -39,12 +39,16 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     foreign = (pl.col("first_stream_id") != pl.col("stream_id")) & (
         pl.col("first_ts") < pl.col("ts")
     )
-    first = events.group_by("session_id", "event_id", "payload_hash").agg(
-        pl.col("stream_id", "ts").sort_by("ts", "seq").first().name.prefix("first_")
+    keys = ["session_id", "event_id", "payload_hash"]
+    # Where each message a resume carried was first sent: only those keys are looked up.
+    resumed = events.filter(pl.col("incarnation") > 0)
+    first = (
+        events.join(resumed.select(keys), on=keys, how="semi")
+        .group_by(keys)
+        .agg(pl.col("stream_id", "ts").sort_by("ts", "seq").first().name.prefix("first_"))
     )
     by_event = (
-        events.filter(pl.col("incarnation") > 0)
-        .join(first, on=["session_id", "event_id", "payload_hash"])
+        resumed.join(first, on=keys)
         .filter(foreign)
         .select(*_KEYS, "first_stream_id", "event_id", pl.lit(None, pl.String).alias("rpc_id"))
     )  # fmt: skip

@@ -32,7 +32,6 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
         )
         .join(kinds, on="session_id", how="left")
-        .join(flows, on="flow_id", how="left")
         .with_columns(
             # Without a server session, ids only have to be unique within one logical stream.
             pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
@@ -41,6 +40,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             .alias("_scope"),
             pl.struct("event", "payload_hash").alias("_payload"),
         )
+        # Only an id issued more than once can name two payloads: a cheap pass over every
+        # event, so that the joins, the sort and the lists below see the few that recur.
+        .filter(pl.struct("session_id", "_scope", "event_id").is_duplicated())
+        .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")
     )
     found = (

@@ -56,6 +56,12 @@ def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
     ]
 
 
+def _recurring(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
+    """The rows whose key recurs: only those can be on two streams (a cheap pass over every
+    row, so that the evidence lists are built for the few groups that can become findings)."""
+    return rows.filter(pl.struct(*key).is_duplicated())
+
+
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per request id answered differently, or per message sent on two streams."""
     sent = timeline.messages.filter(pl.col("direction") == "s2c").with_columns(
@@ -81,7 +87,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     streams = pl.col("carrier").n_unique()
     twice_resp = (
-        responses.filter(_FRESH)
+        _recurring(responses.filter(_FRESH), "session_id", "rkey", "payload_hash")
         .group_by("session_id", "rkey", "payload_hash")
         .agg(*_evidence(pl.col("rpc_id"), streams))
         .filter(pl.col("what") > 1)
@@ -92,7 +98,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )  # fmt: skip
     twice_event = (
-        sent.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
+        _recurring(
+            sent.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")),
+            "session_id", "event_id", "payload_hash",
+        )
         .group_by("session_id", "event_id", "payload_hash")
         .agg(*_evidence(pl.col("event_id"), streams))
         .filter(pl.col("what") > 1)

@@ -22,6 +22,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -49,9 +50,14 @@ def _param_paths(timeline: Timeline) -> pl.DataFrame:
     A Python walk over the few tools/list payloads that declare headers, not over traffic rows.
     """
     found: dict[tuple[str, str], str] = {}
-    texts = timeline.payloads.filter(
-        ~pl.col("base64") & pl.col("text").str.contains("x-mcp-header", literal=True)
-    ).collect()
+    # Select the stored rows first, then deduplicate the few found (a text recurs across parts).
+    rows = getattr(timeline, "payload_rows", None)
+    texts = (
+        (timeline.payloads if rows is None else rows)
+        .filter(~pl.col("base64") & pl.col("text").str.contains("x-mcp-header", literal=True))
+        .unique("data_hash", keep="any")
+        .collect()
+    )
     for text in texts["text"]:
         try:
             tools = json.loads(text).get("result", {}).get("tools", [])
@@ -74,11 +80,12 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     body = pl.col("text")
     method = body.str.json_path_match("$.method")
     tool = body.str.json_path_match("$.params.name")
+    accepted = timeline.exchanges.filter(
+        pl.col("status").is_between(200, 299) & (pl.col("mcp_headers").list.len() > 0)
+    )
+    bodies = payloads_of(timeline, accepted.select(pl.col("request_body_hash").alias("data_hash")))
     headers = (
-        timeline.exchanges.filter(
-            pl.col("status").is_between(200, 299) & (pl.col("mcp_headers").list.len() > 0)
-        )
-        .select(
+        accepted.select(
             "session_id",
             "ts",
             "seq",
@@ -91,7 +98,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .explode("mcp_headers")
         .unnest("mcp_headers")
         .with_columns(pl.col("name").str.to_lowercase())
-        .join(timeline.payloads, left_on="request_body_hash", right_on="data_hash")
+        .join(bodies, left_on="request_body_hash", right_on="data_hash")
         .filter(~pl.col("base64"))
         .with_columns(
             method.alias("_method"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Final
 
 import polars as pl
 
@@ -32,9 +33,9 @@ from analyzer.timeline.streams import (
     stream_map,
     streams,
 )
-from analyzer.timeline.tool_calls import tool_calls
+from analyzer.timeline.tool_calls import RPC_COLUMNS, RPC_ROWS, tool_calls
 
-__all__ = ["RawTables", "Timeline", "build_timeline", "load_timeline"]
+__all__ = ["RawTables", "Timeline", "build_timeline", "load_timeline", "payloads_of"]
 
 # The flow columns the stages after `key_flows` read (all of them but `exchanges`).
 _SPINE = [
@@ -64,25 +65,44 @@ _SPINE = [
     "last_retry_ms",
 ]
 
+# Engines for the collects at this edge: the streaming engine for the scans of the Parquet
+# tables (memory does not grow with them), the in-memory one for plans over the collected
+# flow-level spine (a fraction of the rows: its lower per-operator cost wins there).
+_BIG: Final = "streaming"
+_SMALL: Final = "in-memory"
+
 
 @dataclass(frozen=True)
 class RawTables:
-    """The normalized tables as lazy frames (flows carry the `input` column)."""
+    """The normalized tables as lazy frames (flows carry the `input` column).
+
+    `payload_rows`: the payload parts as stored, where one text may recur across parts (its
+    hash, its text); `payloads` is the same deduplicated. Selecting rows of `payload_rows` and
+    deduplicating those is far cheaper than deduplicating every payload first.
+    """
 
     flows: pl.LazyFrame
     events: pl.LazyFrame
     messages: pl.LazyFrame
     tools: pl.LazyFrame
     payloads: pl.LazyFrame
+    payload_rows: pl.LazyFrame | None = None
 
     @staticmethod
     def from_ingested(ingested: Ingested) -> RawTables:
+        parts = [
+            sorted(directory.glob("payloads-*.parquet"))
+            for directory in ingested.directories
+            if directory is not None
+        ]
+        files = [f for group in parts for f in group]
         return RawTables(
             flows=ingested.scan("flows"),
             events=ingested.scan("events"),
             messages=ingested.scan("messages"),
             tools=ingested.scan("tools"),
             payloads=ingested.scan("payloads"),
+            payload_rows=pl.scan_parquet(files, schema=S.PAYLOADS) if files else None,
         )
 
     @staticmethod
@@ -111,15 +131,34 @@ class Timeline:
     sessions: pl.LazyFrame
     payloads: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
+    payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
     def frames(self) -> dict[str, pl.LazyFrame]:
         """The frames by name (the keys of `analyzer.schema.TIMELINE_FRAMES`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "inputs"}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("inputs", "payload_rows")
+        }
 
     def payload_text(self, data_hashes: Sequence[str]) -> dict[str, str]:
         """The text of these payloads (base64 for binary bodies)."""
         found = self.payloads.filter(pl.col("data_hash").is_in(list(data_hashes))).collect()
         return dict(zip(found["data_hash"].to_list(), found["text"].to_list(), strict=True))
+
+
+def payloads_of(timeline: Timeline, hashes: pl.LazyFrame) -> pl.LazyFrame:
+    """The `payloads` rows (one per hash) of the `data_hash` values in `hashes`.
+
+    Selects the stored rows before deduplicating them: joining `timeline.payloads` itself
+    deduplicates every payload of the capture first. (A stand-in timeline without
+    `payload_rows`, as tests build, gets the join on `payloads`.)
+    """
+    keys = hashes.select("data_hash")
+    rows: pl.LazyFrame | None = getattr(timeline, "payload_rows", None)
+    if rows is None:
+        return timeline.payloads.join(keys, on="data_hash", how="semi")
+    return rows.join(keys, on="data_hash", how="semi").unique("data_hash", keep="any")
 
 
 def build_timeline(
@@ -135,23 +174,27 @@ def build_timeline(
     if materialize:
         # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
         # and let `exchanges` take the rest from the Parquet scan when it is collected.
-        keyed = keyed.select(_SPINE).collect().lazy()
+        keyed = keyed.select(_SPINE).collect(engine=_BIG).lazy()
         wide = raw.flows.join(keyed.select("flow_id", *KEY_COLUMNS), on="flow_id", how="left")
     if materialize:
-        sent = keyed.select(pl.col("last_event_id").drop_nulls().unique()).collect()
-        issued = issued_cursors(raw.events, keyed, sent.to_series()).collect().lazy()
+        sent = keyed.select(pl.col("last_event_id").drop_nulls().unique()).collect(engine=_SMALL)
+        issued = issued_cursors(raw.events, keyed, sent.to_series()).collect(engine=_BIG).lazy()
     else:
         issued = issued_cursors(raw.events, keyed)
     resolved = resolve_cursors(keyed, issued)
     if materialize:
-        resolved = resolved.collect().lazy()
+        resolved = resolved.collect(engine=_SMALL).lazy()
     placed = stream_map(keyed, resolved)
     if materialize:
-        placed = placed.collect().lazy()
+        placed = placed.collect(engine=_SMALL).lazy()
     message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
-    delivered = delivered_responses(placed, keyed, message_frame)
+    # The few message rows the flow-level frames read (requests, responses): one scan.
+    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS)
     if materialize:
-        delivered = delivered.collect().lazy()
+        rpc_messages = rpc_messages.collect(engine=_BIG).lazy()
+    delivered = delivered_responses(placed, keyed, rpc_messages)
+    if materialize:
+        delivered = delivered.collect(engine=_SMALL).lazy()
     timeline = Timeline(
         exchanges=wide.pipe(exchanges, streams_of_flows=placed),
         sse_events=raw.events.pipe(sse_events, keyed=keyed, streams_of_flows=placed),
@@ -161,24 +204,26 @@ def build_timeline(
         resumptions=resolved.pipe(
             resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered
         ),
-        tool_calls=message_frame.pipe(
+        tool_calls=rpc_messages.pipe(
             tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools
         ),
         sessions=keyed.pipe(sessions, streams_of_flows=placed),
         payloads=raw.payloads,
         inputs=tuple(inputs),
+        payload_rows=raw.payload_rows,
     )
     if materialize:
         # Collected together (shared subplans once); `exchanges` stays a scan (it is wide, and
         # detectors read a few of its columns).
         small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions")
-        collected = pl.collect_all([getattr(timeline, name) for name in small])
+        collected = pl.collect_all([getattr(timeline, name) for name in small], engine=_SMALL)
         timeline = Timeline(
             **{
                 **timeline.frames(),
                 **{name: df.lazy() for name, df in zip(small, collected, strict=True)},
             },
             inputs=timeline.inputs,
+            payload_rows=timeline.payload_rows,
         )
     return timeline
 

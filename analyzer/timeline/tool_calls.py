@@ -19,7 +19,22 @@ import polars as pl
 
 from analyzer import schema as S
 
-__all__ = ["tool_calls"]
+__all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
+
+RPC_ROWS = (
+    (pl.col("direction") == "c2s")
+    & pl.col("method").is_in(["tools/call", "tools/list", "notifications/cancelled"])
+) | (
+    (pl.col("direction") == "s2c")
+    & pl.col("kind").is_in(["response", "error"])
+    & pl.col("rpc_id").is_not_null()
+)
+"""The MESSAGES rows `tool_calls` and `streams.delivered_responses` read."""
+
+RPC_COLUMNS = ("session_id", "stream_id", "flow_id", "incarnation", "ts", "seq", "direction",
+               "kind", "rpc_id", "method", "tool_name", "arguments_hash", "mrtr_params",
+               "input_required", "is_error", "cancel_id")  # fmt: skip
+"""The MESSAGES columns they read."""
 
 _SESSIONLESS = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (pl.col("era") >= "2026-")
 
@@ -75,19 +90,9 @@ def tool_calls(
     tools: pl.LazyFrame,
 ) -> pl.LazyFrame:
     """The TOOL_CALLS frame, from the MESSAGES timeline frame and the RAW_TOOLS table."""
-    # One pass over the messages picks every row this frame reads; the parts below filter this
-    # one plan, which the optimizer then evaluates once (common subplan) instead of four times.
-    messages = messages.filter(
-        (
-            (pl.col("direction") == "c2s")
-            & pl.col("method").is_in(["tools/call", "tools/list", "notifications/cancelled"])
-        )
-        | (
-            (pl.col("direction") == "s2c")
-            & pl.col("kind").is_in(["response", "error"])
-            & pl.col("rpc_id").is_not_null()
-        )
-    )
+    # One pass over the messages picks every row this frame reads (a few per call); the parts
+    # below read this small frame, cached so that the scan is not repeated for each of them.
+    messages = messages.filter(RPC_ROWS).cache()
     calls = (
         messages.filter(
             (pl.col("direction") == "c2s")
