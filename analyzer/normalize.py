@@ -21,14 +21,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import polars as pl
 
 from analyzer import schema as S
 from analyzer.canonical import canonical_hash, canonical_json
-from analyzer.jsonrpc import Kind, Message, classify, iter_messages
+from analyzer.jsonrpc import Kind, Message, classify, iter_messages, may_hold_float
 from analyzer.sse import SseDecoder, SseEvent
 
 __all__ = [
@@ -66,28 +66,11 @@ _SEEN_PAYLOADS_MAX = 200_000
 # Canonical hashing, fast path
 # ---------------------------------------------------------------------------------------------
 
-# In compact output every number but a top-level one follows ':', ',' or '['; a float's repr
-# always holds '.' or an exponent, an int's never does. No match proves the value has no float.
-# (A top-level number takes the full path; the regex has no '^' branch, which is 3x slower.)
-_FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
-_NUMBER_START = frozenset(b"-0123456789")
 # Key order by code point equals RFC 8785's UTF-16 order unless a key holds a character past
 # U+FFFF (4-byte UTF-8 sequences, lead bytes F0-F4); any other character is escaped the same way
 # by both encoders.
 _ASTRAL = re.compile(rb"[\xf0-\xf4]")
 _SORT_KEYS = orjson.OPT_SORT_KEYS
-
-
-def _may_hold_float(text: bytes) -> bool:
-    """False only when the compact JSON text surely holds no float (else maybe)."""
-    # A float's repr holds '.' or an exponent with its sign ("1e+16", "5e-324"). The cheap
-    # test: no '.' besides the one of the JSON-RPC version string (a quoted "2.0" sits in a
-    # string whatever quotes it), and no "e+" / "e-" at all; else ask the regex.
-    dots = text.count(b".")
-    if (dots == 0 or (dots == 1 and b'"2.0"' in text)) and b"e+" not in text and b"e-" not in text:
-        return False
-    # The regex sees numbers after ':', ',' or '['; a text that is a number is taken as maybe.
-    return text[0] in _NUMBER_START or _FLOAT_TOKEN.search(text) is not None
 
 
 def fast_canonical_hash(value: object) -> str:
@@ -103,7 +86,7 @@ def fast_canonical_hash(value: object) -> str:
         text = orjson.dumps(value, option=_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return canonical_hash(value)
-    if (text.isascii() or _ASTRAL.search(text) is None) and not _may_hold_float(text):
+    if (text.isascii() or _ASTRAL.search(text) is None) and not may_hold_float(text):
         return hashlib.sha256(text).hexdigest()[:16]
     return canonical_hash(value)
 
@@ -250,9 +233,11 @@ def _tools(rpc_id: str | None, listed: list[Any]) -> list[_ToolRow]:
     return rows
 
 
-@dataclass(frozen=True, slots=True)
-class _Described:
-    """A classified payload: its top-level kind and its rows (memoized by data text)."""
+class _Described(NamedTuple):
+    """A classified payload: its top-level kind and its rows (memoized by data text).
+
+    A NamedTuple, not a frozen dataclass: built once per payload, and 3x cheaper to build.
+    """
 
     top_kind: str
     result_version: str | None  # protocolVersion of a response among the rows (initialize)

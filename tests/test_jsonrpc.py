@@ -6,6 +6,7 @@ import dataclasses
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -565,3 +566,47 @@ def test_fast_message_constructor_sets_every_field() -> None:
     built = jsonrpc._new_message(Kind.REQUEST, "1", "ping", {"a": 1})
     assert built == Message(Kind.REQUEST, id="1", method="ping", value={"a": 1})
     assert hash(built) == hash(Message(Kind.REQUEST, id="1", method="ping", value={"a": 1}))
+
+
+def _holds_float(value: object) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_float(v) for v in value)
+    return False
+
+
+_finite_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500)
+@given(_finite_json)
+def test_may_hold_float_never_misses_a_float(value: object) -> None:
+    if _holds_float(value):
+        assert jsonrpc.may_hold_float(orjson.dumps(value))
+
+
+@pytest.mark.parametrize(
+    ("value", "maybe"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "result": {"n": 1_750_000_204_842_821_421}}, False),
+        ({"jsonrpc": "2.0", "id": 7, "result": {"x": 1e16}}, True),
+        ({"jsonrpc": "2.0", "id": 7, "result": {"x": -0.0}}, True),
+        ([5e-324], True),
+        ({"jsonrpc": "2.0", "method": "v1.2"}, True),  # unsure: a string looks like a float
+    ],
+)
+def test_may_hold_float_examples(value: object, maybe: bool) -> None:
+    assert jsonrpc.may_hold_float(orjson.dumps(value)) is maybe
