@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -112,11 +113,13 @@ def read_inputs(
     cache: bool = True,
     workers: int | None = None,
     on_input: Callable[[InputReport], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> Ingested:
     """Read every input (from its cache when valid); raise IngestError if one is unusable.
 
     `replica_header` names the response header identifying a replica (it overrides what a
     capture recorded); `client_header` the request header naming a client (2026 sessions).
+    `on_progress(path, done, total)` follows the bytes of a capture being parsed (not cached).
     """
     reports: list[InputReport] = []
     directories: list[Path | None] = []
@@ -139,7 +142,10 @@ def read_inputs(
             raise UnreadableInput(f"{path}: {e.strerror or e}") from e
         entry = find_entry(path, key) if cache else None
         if entry is None:
-            entry = _parse(path, kind, key, replica_header, client_header, cache, workers)
+            progress = None
+            if on_progress is not None and kind == "capture":
+                progress = partial(on_progress, str(path))
+            entry = _parse(path, kind, key, replica_header, client_header, cache, workers, progress)
         report = _report_from(entry)
         reports.append(report)
         directories.append(entry.directory)
@@ -156,10 +162,13 @@ def _parse(
     client_header: str | None,
     cache: bool,
     workers: int | None,
+    progress: Callable[[int, int], None] | None,
 ) -> CacheEntry:
     builder = build_entry(path, key, use_cache=cache)
     try:
-        report = _read(path, kind, builder.directory, replica_header, client_header, workers)
+        report = _read(
+            path, kind, builder.directory, replica_header, client_header, workers, progress
+        )
     except BaseException:
         builder.abandon()
         raise
@@ -183,6 +192,7 @@ def _read(
     replica_header: str | None,
     client_header: str | None,
     workers: int | None,
+    progress: Callable[[int, int], None] | None,
 ) -> InputReport:
     if kind == "capture":
         from analyzer.ingest.jsonl import read_capture
@@ -193,6 +203,7 @@ def _read(
             replica_header=replica_header,
             client_header=client_header,
             workers=workers,
+            progress=progress,
         )
     if kind == "har":
         from analyzer.ingest.har import read_har

@@ -22,7 +22,7 @@ import os
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
@@ -48,6 +48,7 @@ __all__ = ["PARALLEL_MIN_BYTES", "capture_files", "is_capture_file", "read_captu
 # Below this much input a process pool costs more (interpreter start, imports) than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
 _READ_BLOCK = 16 << 20
+_PROGRESS_EVERY_S = 0.25
 _BOM = b"\xef\xbb\xbf"
 _FLOW_KEY = b'"flow":'
 _HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
@@ -259,6 +260,24 @@ def _check(record: object) -> str | None:
     return None
 
 
+# Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
+# pool's processes, a callback when the reading runs in this process. Set before `_scan`.
+_progress_cells: Any = None
+_progress_callback: Callable[[int], None] | None = None
+
+
+def _init_worker(cells: Any) -> None:
+    global _progress_cells
+    _progress_cells = cells
+
+
+def _report_progress(part: int, done: int) -> None:
+    if _progress_cells is not None:
+        _progress_cells[part] = done
+    elif _progress_callback is not None:
+        _progress_callback(done)
+
+
 def _scan(task: _Task) -> _Result:
     """One worker: read every line of every file, handle the lines this worker owns."""
     with paused_gc():
@@ -320,6 +339,7 @@ def _scan_files(task: _Task) -> _Result:
                         _take(record, position, file, run, counts, seen_other, add)
                 if normalizer.pending_events() >= batch:
                     writer.write(normalizer.drain())
+                _report_progress(part, bytes_read - len(carry))
             if carry:
                 # The file does not end with a line end: the writer stopped mid-line.
                 position = pos
@@ -426,19 +446,37 @@ def _missing_records(runs: Sequence[_Run]) -> int:
     return missing
 
 
-def _run(tasks: list[_Task], out_dir: Path) -> list[_Result]:
-    """Run the workers: in this process for one, else in a pool (falling back to one)."""
+def _run(
+    tasks: list[_Task], out_dir: Path, progress: Callable[[int], None] | None
+) -> list[_Result]:
+    """Run the workers: in this process for one, else in a pool (falling back to one).
+
+    `progress` gets the bytes handled so far (every worker reads every byte: their mean).
+    """
+    global _progress_callback
     if len(tasks) > 1:
         # "spawn", not "fork": the parent may already run Polars' thread pool, which a forked
         # child would inherit mid-lock. Spawn re-imports the caller's __main__ (it needs the
         # usual `if __name__ == "__main__"` guard); when the pool cannot start, read in here.
+        context = get_context("spawn")
+        cells = context.Array("q", len(tasks), lock=False)
         try:
-            with ProcessPoolExecutor(len(tasks), mp_context=get_context("spawn")) as pool:
-                return list(pool.map(_scan, tasks))
+            with ProcessPoolExecutor(
+                len(tasks), mp_context=context, initializer=_init_worker, initargs=(cells,)
+            ) as pool:
+                futures = [pool.submit(_scan, task) for task in tasks]
+                while wait(futures, timeout=_PROGRESS_EVERY_S, return_when=FIRST_EXCEPTION)[1]:
+                    if progress is not None:
+                        progress(sum(cells) // len(tasks))
+                return [future.result() for future in futures]
         except (BrokenProcessPool, RuntimeError):
             for part in out_dir.glob("*.parquet"):
                 part.unlink()
-    return [_scan(replace(tasks[0], part=0, parts=1))]
+    _progress_callback = progress
+    try:
+        return [_scan(replace(tasks[0], part=0, parts=1))]
+    finally:
+        _progress_callback = None
 
 
 def read_capture(
@@ -449,10 +487,12 @@ def read_capture(
     client_header: str | None = None,
     workers: int | None = None,
     batch_events: int = DEFAULT_BATCH_EVENTS,
+    progress: Callable[[int, int], None] | None = None,
 ) -> InputReport:
     """Read a capture directory or file, writing the normalized tables as parts to `out_dir`.
 
     `workers` defaults to the usable CPUs when the input is large enough to pay for a pool.
+    `progress(done, total)` is called with bytes handled every block (and every 0.25 s).
     Raises UnreadableInput or UnsupportedSchema; everything else is a counted warning.
     """
     counts: Counter[str] = Counter()
@@ -477,10 +517,13 @@ def read_capture(
         )
         for part in range(workers)
     ]
+    on_bytes = None if progress is None else (lambda done: progress(min(done, total), total))
     try:
-        results = _run(tasks, out_dir)
+        results = _run(tasks, out_dir, on_bytes)
     except OSError as e:
         raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+    if progress is not None:
+        progress(total, total)
     records = 0
     by_run: dict[str, list[_Run]] = {}
     for result in results:

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import polars as pl
 
@@ -83,13 +83,14 @@ def analyze_command(args: argparse.Namespace) -> int:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
 
-    with _progress() as show:
-        show("reading inputs")
+    with _progress() as progress:
+        progress.step("reading inputs")
         timeline = load_timeline(
             paths,
             replica_header=args.replica_header,
             client_header=args.client_header,
             use_cache=not args.no_cache,
+            on_progress=progress.read,
         )
         chosen = select_detectors(only=only, disable=disable)
         total = len(chosen)
@@ -97,12 +98,12 @@ def analyze_command(args: argparse.Namespace) -> int:
 
         def on_start(det: Detector) -> None:
             seen.append(det.id)
-            show(f"detector {len(seen)}/{total}: {det.id}")
+            progress.step(f"detector {len(seen)}/{total}: {det.id}")
 
         findings = run_detectors(
             timeline, only=only, disable=disable, config=config, on_start=on_start
         )
-        show("writing report")
+        progress.step("writing report")
         report = build_report(timeline, findings, chosen, fail_on=fail_on)
 
     _write(report, args.format, args.out)
@@ -110,7 +111,12 @@ def analyze_command(args: argparse.Namespace) -> int:
 
 
 def load_timeline(
-    paths: Sequence[Path], *, replica_header: str | None, client_header: str | None, use_cache: bool
+    paths: Sequence[Path],
+    *,
+    replica_header: str | None,
+    client_header: str | None,
+    use_cache: bool,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> Timeline:
     """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
     # The one place that knows the ingest and timeline entry points.
@@ -119,7 +125,11 @@ def load_timeline(
 
     try:
         return read_timeline(
-            paths, replica_header=replica_header, client_header=client_header, cache=use_cache
+            paths,
+            replica_header=replica_header,
+            client_header=client_header,
+            cache=use_cache,
+            on_progress=on_progress,
         )
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(_one_line(e)) from None
@@ -198,17 +208,54 @@ def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     stream.write(render(report))
 
 
+class _Progress:
+    """What the analysis tells the user as it goes: a byte bar per parsed capture, a step."""
+
+    def __init__(self, bars: Any = None) -> None:
+        self._bars = bars  # a rich Progress on a terminal, else None (say nothing)
+        self._tasks: dict[str, Any] = {}
+        self._step: Any = None
+
+    def read(self, path: str, done: int, total: int) -> None:
+        if self._bars is None:
+            return
+        if path not in self._tasks:
+            self._tasks[path] = self._bars.add_task(f"parsing {path}", total=total)
+        self._bars.update(self._tasks[path], completed=done)
+
+    def step(self, text: str) -> None:
+        if self._bars is None:
+            return
+        if self._step is None:
+            self._step = self._bars.add_task(text, total=None)
+        self._bars.update(self._step, description=text)
+
+
 @contextlib.contextmanager
-def _progress() -> Iterator[Callable[[str], None]]:
-    """A status line on stderr while the analysis runs, only when stderr is a terminal."""
+def _progress() -> Iterator[_Progress]:
+    """Progress on stderr while the analysis runs, only when stderr is a terminal."""
     if not sys.stderr.isatty():
-        yield lambda _: None
+        yield _Progress()
         return
     from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    console = Console(stderr=True)
-    with console.status("seamwatch analyze") as status:
-        yield lambda text: status.update(f"seamwatch analyze: {text}")
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
+        yield _Progress(bars)
 
 
 def _one_line(error: BaseException) -> str:

@@ -11,7 +11,7 @@ that spine: a detector reads only the columns and rows it asks for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Final
@@ -235,6 +235,7 @@ def load_timeline(
     client_header: str | None = None,
     cache: bool = True,
     workers: int | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> Timeline:
     """Read the inputs (through the Parquet cache) and build their timeline."""
     ingested = read_inputs(
@@ -243,6 +244,7 @@ def load_timeline(
         client_header=client_header,
         cache=cache,
         workers=workers,
+        on_progress=on_progress,
     )
     return build_timeline(RawTables.from_ingested(ingested), ingested.inputs)
 

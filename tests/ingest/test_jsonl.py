@@ -216,3 +216,30 @@ def test_two_workers_read_what_one_reads(tmp_path: Path) -> None:
         b = pl.read_parquet(sorted(out_two.glob(f"{table}-*.parquet")))
         key = a.columns[:3]
         assert a.sort(key).equals(b.sort(key)), table
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_follows_the_bytes_up_to_the_total(
+    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`progress(done, total)` climbs block by block (blocks made small here) to the size."""
+    monkeypatch.setattr("analyzer.ingest.jsonl._READ_BLOCK", 1 << 10)  # the in-process worker
+    c = Capture().open()
+    for k in range(60):
+        f = c.request("GET", headers={"mcp-session-id": "S"})
+        c.response(f, sse=True)
+        c.chunk(f, sse(event({"k": k}, id=str(k))), n=0)
+        c.end(f)
+    c.close()
+    data = _join(c.lines())
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    (folder / "cap.jsonl").write_bytes(data)
+    seen: list[tuple[int, int]] = []
+    read_capture(folder, tmp_path, workers=workers, progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1] == (len(data), len(data))
+    assert all(total == len(data) for _, total in seen)
+    done = [d for d, _ in seen]
+    assert done == sorted(done)
+    if workers == 1:
+        assert len(set(done)) > 10  # one report a (1 KiB) block, not one at the end

@@ -155,6 +155,7 @@ def test_json_to_stdout_and_exit_0_below_fail_on(
 def test_options_reach_the_reader(capture: Path, load_calls: list[dict[str, Any]]) -> None:
     analyze(str(capture), "--replica-header", "X-Served-By", "--client-header", "X-C", "--no-cache")
     (call,) = load_calls
+    assert callable(call.pop("on_progress"))
     assert call == {
         "paths": [capture],
         "replica_header": "X-Served-By",
@@ -291,3 +292,41 @@ def test_a_torn_capture_is_findings_not_exit_2(
     assert analyze(str(path), "--format", "json") == 0  # now from the Parquet cache
     assert capsys.readouterr().out == first
     assert analyze(str(path), "--fail-on", "low") == 1
+
+
+def test_progress_bar_on_a_terminal_and_nothing_off_it(tmp_path: Path) -> None:
+    """The real command with stderr on a pseudo-terminal draws a byte bar for the parse (the
+    steps after it may pass between two refreshes); with stderr on a pipe it writes nothing
+    there, and stdout is the same."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    path = write_torn_capture(tmp_path / "cap.jsonl")
+    argv = [sys.executable, "-m", "analyzer.cli", "analyze", str(path), "--format", "json"]
+    argv += ["--no-cache", "--fail-on", "none"]
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    primary, secondary = pty.openpty()
+    try:
+        tty_run = subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=secondary, env=env, timeout=60, check=True
+        )
+        os.close(secondary)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the child's side is closed and everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    text = drawn.decode("utf-8", "replace")
+    assert f"parsing {path}" in text
+    assert "kB" in text  # bytes done / total
+    piped = subprocess.run(argv, capture_output=True, env=env, timeout=60, check=True)
+    assert piped.stderr == b""
+    assert piped.stdout == tty_run.stdout
