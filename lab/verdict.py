@@ -79,11 +79,13 @@ class Verdict:
         return "ok" if self.ok else "FAIL: " + "; ".join(self.problems())
 
     def found_text(self) -> str:
-        """The detectors found and their worst severity; capture-health notes left out."""
+        """The detectors found and their worst severity; capture-health notes left out unless
+        the scenario expects them."""
+        named = {*self.expected.required, *(d for group in self.expected.any_of for d in group)}
         shown = [
             f"{det} ({severity.value})"
             for det, severity in sorted(self.found.items())
-            if det != "capture-health" or severity >= Severity.MEDIUM
+            if det != "capture-health" or severity >= Severity.MEDIUM or det in named
         ]
         return ", ".join(shown) or "nothing"
 

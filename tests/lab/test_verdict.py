@@ -141,6 +141,9 @@ def test_texts_for_the_demo_table() -> None:
         "duplicate-event-id (high), repeated-tool-call (high)"
     )  # capture-health notes are left out
     assert judge(CLEAN, [finding("capture-health", "info")]).found_text() == "nothing"
+    expects_health = Expected(required=["capture-health"])
+    shown = judge(expects_health, [finding("capture-health", "info")]).found_text()
+    assert shown == "capture-health (info)"  # a scenario that expects the note shows it
 
 
 def test_findings_from_the_json_report_shape() -> None:
