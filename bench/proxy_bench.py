@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from addons.proxy import mitmdump_args  # noqa: E402
+from addons.proxy import CAPTURE_ADDON, mitmdump_args  # noqa: E402
 from tests.support.proxy import free_port, wait_port  # noqa: E402
 
 PLAIN_STREAMING = """
@@ -210,6 +210,27 @@ def start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
+def plain_args(*, upstream: str, port: int, script: Path) -> list[str]:
+    """`seamwatch proxy`'s mitmdump options with the capture addon swapped for `script`.
+
+    Like for like: the plain run shares every mitmproxy option of the seamwatch run
+    (mode, connection strategy, flow_detail, log level); only the addon differs.
+    """
+    args = mitmdump_args(
+        upstream=upstream, listen_host="127.0.0.1", listen_port=port, out=Path("unused")
+    )
+    plain: list[str] = []
+    it = iter(args)
+    for arg in it:
+        value = next(it)
+        if arg == "-s" and value == str(CAPTURE_ADDON):
+            value = str(script)
+        elif arg == "--set" and value.startswith("seamwatch_"):
+            continue
+        plain += [arg, value]
+    return plain
+
+
 def spread(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f}, min {min(values):.2f}, max {max(values):.2f}"
 
@@ -234,25 +255,11 @@ def main() -> None:
     mitmdump = [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()"]
 
     plain_port, sw_port = free_port(), free_port()
+    capture = work / "capture"
     plain = start(
-        [
-            *mitmdump,
-            "--mode",
-            f"reverse:{upstream}",
-            "--listen-host",
-            "127.0.0.1",
-            "--listen-port",
-            str(plain_port),
-            "-s",
-            str(plain_script),
-            "--set",
-            "flow_detail=0",
-            "--set",
-            "termlog_verbosity=warn",
-        ],
+        [*mitmdump, *plain_args(upstream=upstream, port=plain_port, script=plain_script)],
         plain_port,
     )
-    capture = work / "capture"
     seamwatch = start(
         [
             *mitmdump,

@@ -1,7 +1,7 @@
 """The capture pipeline, split across two processes so that recording costs the proxy little.
 
 The proxy's hot path (`CaptureClient`, called by the addon) only stamps what it saw and appends
-it, already framed, to a queue; a sender thread ships the queue every few milliseconds, joined,
+it, already framed, to a queue; a sender thread ships the queue every 50 ms, joined,
 down a pipe to a worker process (`python -m analyzer.capture.pipeline`) that decodes, frames,
 redacts, serializes and writes (`Recorder` + `CaptureWriter`), on the other core. Doing that
 work in the proxy process, even on a thread, halved the proxy's SSE event rate: the GIL makes
@@ -55,7 +55,11 @@ _PICKLED = struct.Struct("<I")
 _CLOCK = struct.Struct("<qq")
 _COUNTERS = struct.Struct("<QQ")
 _TAG_CHUNK, _TAG_PICKLED, _TAG_CLOCK, _TAG_COUNTERS, _TAG_CLOSE = b"CPTNX"
-_SEND_INTERVAL_S = 0.01
+# 50 ms, not 10: fewer wake-ups of the sender (and GIL hand-offs) in the proxy and of the worker,
+# in bigger batches; measured 0.6-1 µs less proxy CPU per SSE event (bench/proxy_bench.py).
+# Well inside the durability bound: a record is shipped within 50 ms and synced within the
+# writer's flush interval after that.
+_SEND_INTERVAL_S = 0.05
 _READY_TIMEOUT_S = 30.0
 _READ_SIZE = 1 << 20
 # Linux: a 1 MiB pipe holds a shipment at full rate, so the sender rarely waits on the worker.
