@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -89,9 +90,17 @@ def main() -> None:
         print(json.dumps(_phase(args.phase, args.capture)))
         return
     shutil.rmtree(args.capture / ".seamwatch-cache", ignore_errors=True)
+    # The memory settings `seamwatch` itself uses (analyzer/cli.py `main`): freed pages go
+    # back at once, and the streaming joins sample little before picking their build side.
+    env = {
+        "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0",
+        "POLARS_JOIN_SAMPLE_LIMIT": "10000",
+        **os.environ,
+    }
     for phase in PHASES:
         out = subprocess.run(
             [sys.executable, __file__, str(args.capture), "--phase", phase],
+            env=env,
             check=True,
             capture_output=True,
             text=True,

@@ -248,7 +248,11 @@ def run_detectors(
             on_start(det)
         try:
             found = det.detect(timeline, **thresholds.get(det.id, {}))
-            frame = as_findings(found, detector=det.id, severity=det.severity).collect()
+            # The streaming engine: a detector's scans of the record-level frames run in
+            # batches, so memory follows what the plan keeps, not the size of the capture.
+            frame = as_findings(found, detector=det.id, severity=det.severity).collect(
+                engine="streaming"
+            )
             frames.append(validate_findings(frame))
         except Exception as e:  # any failure of one detector, by design (STYLE.md item 5)
             frames.append(analysis_error.finding(det.id, e))

@@ -58,13 +58,30 @@ def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) ->
 
 def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     """Events on the wire after the cursor, before the resume, never delivered again."""
-    placed = resumes.join(events, on="stream_id")
-    again = placed.filter(_LATER)
+    # "Delivered again" for a resume is: some event of the stream with the same id (or payload)
+    # on its incarnation or a later one, or at or after its request. Both thresholds are
+    # monotone, so the latest incarnation and time per (stream, id) and (stream, payload) say
+    # it: no join of every resume with every event of its stream is kept.
+    latest = [pl.col("incarnation").max(), pl.col("ts").max()]
+    by_id = events.group_by("stream_id", "event_id").agg(latest)
+    by_payload = events.group_by("stream_id", "payload_hash").agg(latest)
     has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+    candidates = events.filter(has_id).select(
+        "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
+    )
+
+    def again(suffix: str) -> pl.Expr:
+        return (
+            (pl.col(f"incarnation{suffix}") >= pl.col("r_inc"))
+            | (pl.col(f"ts{suffix}") >= pl.col("r_ts"))
+        ).fill_null(False)
+
     lost = (
-        placed.filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")) & has_id)
-        .join(again.select("r_flow", "event_id"), on=["r_flow", "event_id"], how="anti")
-        .join(again.select("r_flow", "payload_hash"), on=["r_flow", "payload_hash"], how="anti")
+        resumes.join(candidates, on="stream_id")
+        .filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")))
+        .join(by_id, on=["stream_id", "event_id"], how="left", suffix="_id")
+        .join(by_payload, on=["stream_id", "payload_hash"], how="left", suffix="_p")
+        .filter(~again("_id") & ~again("_p"))
         .group_by("stream_id", "r_flow", "cursor", "cursor_flow_id", "r_replica", "r_ts")
         .agg(pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("lost"))
     )
@@ -88,14 +105,17 @@ def _skipped(
     notes = tl.messages.filter(
         (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
     ).join(resumes.select("stream_id"), on="stream_id", how="semi")
+    notes = notes.select("flow_id", "ordinal", "data_hash")
+    fields = payloads_of(
+        tl,
+        notes,
+        payload.json_path_match("$.params.progressToken").alias("token"),
+        payload.json_path_match("$.params.progress").alias("shown"),
+        text=False,
+    )
     progress = (
-        notes.join(payloads_of(tl, notes).filter(~pl.col("base64")), on="data_hash")
-        .select(
-            "flow_id",
-            "ordinal",
-            payload.json_path_match("$.params.progressToken").alias("token"),
-            payload.json_path_match("$.params.progress").alias("shown"),
-        )
+        notes.join(fields.filter(~pl.col("base64")), on="data_hash")
+        .select("flow_id", "ordinal", "token", "shown")
         .with_columns(pl.col("shown").cast(pl.Float64, strict=False).alias("p"))
         .drop_nulls()
         .join(events, on=["flow_id", "ordinal"])
@@ -111,11 +131,13 @@ def _skipped(
             & (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
         )
     )
-    seen = resumes.join(
-        progress.drop("flow_id", "ordinal", "id_only", "payload_hash"), on="stream_id"
-    )
+    # Each resume meets its stream's progress twice, in two joins that filter as they go (one
+    # shared join would be kept whole, every resume times every progress row of its stream):
+    # the client's last progress before the cursor, and the first on the resume's incarnation.
+    seen = progress.drop("flow_id", "ordinal", "id_only", "payload_hash")
     last_before = (
-        seen.filter(pl.col("stream_pos") <= pl.col("c_pos"))
+        resumes.join(seen, on="stream_id")
+        .filter(pl.col("stream_pos") <= pl.col("c_pos"))
         .group_by("r_flow", "token")
         .agg(
             pl.col("p").sort_by("stream_pos").last().alias("p_last"),
@@ -123,7 +145,7 @@ def _skipped(
         )
     )
     jumps = (
-        seen.filter(pl.col("incarnation") == pl.col("r_inc"))
+        resumes.join(seen.rename({"incarnation": "r_inc"}), on=["stream_id", "r_inc"])
         .group_by("r_flow", "token")
         .agg(pl.all().sort_by("stream_pos").first())
         .join(last_before, on=["r_flow", "token"])

@@ -49,11 +49,35 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         *_STREAM, "cursor", "replica", *_counter("cursor", "c_prefix", "c_n")
     )
     order = ("ts", "seq", "ordinal")
-    counted = (
-        timeline.sse_events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
-        .with_columns(*_counter("event_id", "prefix", "n"))
-        .filter(pl.col("n").is_not_null() & ~pl.col("prefix").str.contains(r"\d{10}"))
+    with_id = timeline.sse_events.filter(
+        pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
     )
+
+    def counters(events: pl.LazyFrame) -> pl.LazyFrame:
+        return events.with_columns(*_counter("event_id", "prefix", "n")).filter(
+            pl.col("n").is_not_null() & ~pl.col("prefix").str.contains(r"\d{10}")
+        )
+
+    # Only a stream where some incarnation's counter is not `ordinal + constant` can run back
+    # within an incarnation (`n - ordinal` constant means strictly rising), and only one whose
+    # counter reaches down to its cursor's can go back to it: a streaming pass of min/max per
+    # incarnation finds those few streams before any sort or window sees their events.
+    offset = pl.col("n") - pl.col("ordinal")
+    suspect = (
+        counters(with_id.select(*_STREAM, "event_id", "ordinal"))
+        .group_by(*_STREAM, "prefix")
+        .agg(offset.min().alias("lo"), offset.max().alias("hi"), pl.col("n").min())
+        .join(cursors.select(*_STREAM, "c_prefix", "c_n"), on=list(_STREAM), how="left")
+        .filter(
+            (pl.col("lo") != pl.col("hi"))
+            | ((pl.col("c_prefix") == pl.col("prefix")) & (pl.col("n") <= pl.col("c_n"))).fill_null(
+                False
+            )
+        )
+        .select("stream_id")
+        .unique()
+    )
+    counted = counters(with_id.join(suspect, on="stream_id", how="semi"))
     ids = (
         counted.sort("stream_id", "incarnation", "ordinal")
         .with_columns(
@@ -70,7 +94,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # Whether an id was issued earlier in the session (with this payload, or at all), in wire
     # order: only for the ids that went back (all their issues carry the same counter).
     issues = (
-        counted.join(
+        counters(with_id)
+        .join(
             went_back.select("session_id", "event_id"),
             on=["session_id", "event_id"],
             how="semi",

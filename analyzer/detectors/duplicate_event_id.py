@@ -27,22 +27,38 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per (session, event id) that named more than one payload."""
     kinds = timeline.sessions.select("session_id", "kind")
     flows = timeline.exchanges.select("flow_id", "replica", "era")
-    issued = (
-        timeline.sse_events.filter(
-            pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-        )
+    has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+    # Without a server session, ids only have to be unique within one logical stream.
+    scope = (
+        pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
+        .then(pl.lit(""))
+        .otherwise(pl.col("stream_id").fill_null(""))
+        .alias("_scope")
+    )
+    key = pl.struct("session_id", "_scope", "event_id").hash().alias("_key")
+    # Only an id issued more than once can name two payloads: a cheap streaming pass counts
+    # the 64-bit hash of every (session, scope, id) (a collision only lets a key through), so
+    # that the joins, the sort and the lists below see the few that recur. Its filter is
+    # `has_id` written otherwise (a null id fails both): a scan identical to the one below
+    # would be shared between the two, and a shared scan is kept whole until both have read it.
+    recurring = (
+        timeline.sse_events.select("session_id", "stream_id", "event_id", "id_only")
+        .filter((pl.col("event_id") != "") & ~pl.col("id_only"))
         .join(kinds, on="session_id", how="left")
-        .with_columns(
-            # Without a server session, ids only have to be unique within one logical stream.
-            pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
-            .then(pl.lit(""))
-            .otherwise(pl.col("stream_id").fill_null(""))
-            .alias("_scope"),
-            pl.struct("event", "payload_hash").alias("_payload"),
-        )
-        # Only an id issued more than once can name two payloads: a cheap pass over every
-        # event, so that the joins, the sort and the lists below see the few that recur.
-        .filter(pl.struct("session_id", "_scope", "event_id").is_duplicated())
+        .select(pl.struct("session_id", scope, "event_id").hash().alias("_key"))
+        .group_by("_key")
+        .agg(pl.len())
+        .filter(pl.col("len") > 1)
+        .select("_key")
+    )
+    scoped = (
+        timeline.sse_events.filter(has_id)
+        .join(kinds, on="session_id", how="left")
+        .with_columns(scope, pl.struct("event", "payload_hash").alias("_payload"))
+        .with_columns(key)
+    )
+    issued = (
+        scoped.join(recurring, on="_key", how="semi")
         .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")
     )

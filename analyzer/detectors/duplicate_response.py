@@ -56,15 +56,26 @@ def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-def _recurring(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
+def _recurring(rows: pl.LazyFrame, counted: pl.LazyFrame, *key: str) -> pl.LazyFrame:
     """The rows whose key recurs: only those can be on two streams (a cheap pass over every
-    row, so that the evidence lists are built for the few groups that can become findings)."""
-    return rows.filter(pl.struct(*key).is_duplicated())
+    row, so that the evidence lists are built for the few groups that can become findings).
+
+    The pass counts the 64-bit hash of each key of `counted` (the same rows as `rows`, from a
+    plan written otherwise: a scan shared by the count and the rows would be kept whole until
+    both had read it) on the streaming engine; a collision only lets a lone row through, which
+    its group then drops. A semi-join keeps the rows."""
+    hashed = pl.struct(*key).hash().alias("_key_hash")
+    again = counted.select(hashed).group_by("_key_hash").agg(pl.len()).filter(pl.col("len") > 1)
+    return (
+        rows.with_columns(hashed)
+        .join(again.select("_key_hash"), on="_key_hash", how="semi")
+        .drop("_key_hash")
+    )
 
 
-def detect(timeline: Timeline) -> pl.LazyFrame:
-    """One finding per request id answered differently, or per message sent on two streams."""
-    sent = timeline.messages.filter(pl.col("direction") == "s2c").with_columns(
+def _responses(timeline: Timeline, s2c: pl.Expr) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The server-to-client messages (`s2c` selects them) and the responses among them."""
+    sent = timeline.messages.filter(s2c).with_columns(
         pl.coalesce("stream_id", "flow_id").alias("carrier")
     )
     sent = sent.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left")
@@ -76,8 +87,17 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .otherwise("rpc_id")
         .alias("rkey")
     )
+    return sent, responses
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per request id answered differently, or per message sent on two streams."""
+    sent, responses = _responses(timeline, pl.col("direction") == "s2c")
+    # The same rows for the counting passes of `_recurring` (direction has two values).
+    sent_n, responses_n = _responses(timeline, pl.col("direction") != "c2s")
     differ = (
-        responses.group_by("session_id", "rkey")
+        _recurring(responses, responses_n, "session_id", "rkey")
+        .group_by("session_id", "rkey")
         .agg(*_evidence(pl.col("rpc_id"), pl.col("payload_hash").n_unique()))
         .filter(pl.col("what") > 1)
         .with_columns(
@@ -87,7 +107,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     streams = pl.col("carrier").n_unique()
     twice_resp = (
-        _recurring(responses.filter(_FRESH), "session_id", "rkey", "payload_hash")
+        _recurring(
+            responses.filter(_FRESH),
+            responses_n.filter(_FRESH),
+            "session_id", "rkey", "payload_hash",
+        )
         .group_by("session_id", "rkey", "payload_hash")
         .agg(*_evidence(pl.col("rpc_id"), streams))
         .filter(pl.col("what") > 1)
@@ -100,6 +124,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     twice_event = (
         _recurring(
             sent.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")),
+            sent_n.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")),
             "session_id", "event_id", "payload_hash",
         )
         .group_by("session_id", "event_id", "payload_hash")

@@ -42,15 +42,19 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "cursor_replica",
         "answer_replica",
     )
-    placed = resumes.join(events, on="stream_id")
-    due = placed.filter(
+    due = resumes.join(events, on="stream_id").filter(
         (pl.col("incarnation") < pl.col("r_inc"))
         & (pl.col("ts") < pl.col("r_ts"))
         & (pl.col("stream_pos") > pl.col("c_pos"))
         & _HAS_ID
         & ~pl.col("id_only")
     )
-    answer = placed.filter(pl.col("flow_id") == pl.col("r_flow"))
+    # The answers' own events: joined on their flow, not through every event of the stream.
+    answer = events.join(
+        resumes.select("r_flow", "stream_id"),
+        left_on=["flow_id", "stream_id"],
+        right_on=["r_flow", "stream_id"],
+    ).with_columns(pl.col("flow_id").alias("r_flow"))
     came = pl.concat(
         [
             due.join(answer.select("r_flow", key), on=["r_flow", key], how="semi").select("r_flow")

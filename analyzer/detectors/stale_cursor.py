@@ -31,7 +31,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # Messages the cursor's stream sent after it, carried again by the answer (same id, same
     # payload): the server resumed another session's stream into this one.
     sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
-    earlier = sent.select(
+    foreign = timeline.resumptions.filter(pl.col("status") == "other_session")
+    # Only the events of the streams those cursors name: the join below never holds the rest.
+    cursor_streams = foreign.select(pl.col("cursor_stream_id").alias("stream_id")).unique()
+    earlier = sent.join(cursor_streams, on="stream_id", how="semi").select(
         *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
         "event_id",
         "payload_hash",
@@ -39,7 +42,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     replayed = (
         sent.select("flow_id", "ordinal", "event_id", "payload_hash")
-        .join(timeline.resumptions.filter(pl.col("status") == "other_session"), on="flow_id")
+        .join(foreign, on="flow_id")
         .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
         .filter(
             (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))

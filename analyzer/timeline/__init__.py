@@ -147,18 +147,30 @@ class Timeline:
         return dict(zip(found["data_hash"].to_list(), found["text"].to_list(), strict=True))
 
 
-def payloads_of(timeline: Timeline, hashes: pl.LazyFrame) -> pl.LazyFrame:
+def payloads_of(
+    timeline: Timeline, hashes: pl.LazyFrame, *parsed: pl.Expr, text: bool = True
+) -> pl.LazyFrame:
     """The `payloads` rows (one per hash) of the `data_hash` values in `hashes`.
 
     Selects the stored rows before deduplicating them: joining `timeline.payloads` itself
     deduplicates every payload of the capture first. (A stand-in timeline without
     `payload_rows`, as tests build, gets the join on `payloads`.)
+
+    `parsed`: columns computed from the text as the rows are read, before deduplication;
+    with `text=False` the text itself is dropped there. A caller that needs a few fields of
+    many payloads should ask for them so: a selected text keeps the whole buffer it was read
+    in alive until deduplication, where a parsed field is a small string of its own.
     """
     keys = hashes.select("data_hash")
     rows: pl.LazyFrame | None = getattr(timeline, "payload_rows", None)
+    kept = ["data_hash", "base64", *(["text"] if text else [])]
     if rows is None:
-        return timeline.payloads.join(keys, on="data_hash", how="semi")
-    return rows.join(keys, on="data_hash", how="semi").unique("data_hash", keep="any")
+        return timeline.payloads.join(keys, on="data_hash", how="semi").select(*kept, *parsed)
+    return (
+        rows.join(keys, on="data_hash", how="semi")
+        .select(*kept, *parsed)
+        .unique("data_hash", keep="any")
+    )
 
 
 def build_timeline(
