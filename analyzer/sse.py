@@ -234,10 +234,14 @@ class SseDecoder:
             or self._after_cr
             or not text.endswith("\n\n")
             or "\r" in text
-            or (not text.isascii() and not _encodes_as_utf8(text))
             or (self._bom_pending and text.startswith("\ufeff"))
         ):
             return self.feed(text.encode("utf-8", "surrogatepass"))
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: its bytes are no valid UTF-8
+                return self.feed(text.encode("utf-8", "surrogatepass"))
         self._bom_pending = False
         lines = text.split("\n")
         lines.pop()  # the empty remainder after the final line end
@@ -375,15 +379,6 @@ def _open_block_offset(region: bytes, open_lines: list[str]) -> int:
             return sum(map(len, parts[:blank_end]))
         offset -= len(line.encode("utf-8"))
     return offset
-
-
-def _encodes_as_utf8(text: str) -> bool:
-    """Whether `text` holds no lone surrogate (so it has a UTF-8 form)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _is_utf8(raw: bytes) -> bool:
