@@ -465,7 +465,10 @@ def _run(
                 len(tasks), mp_context=context, initializer=_init_worker, initargs=(cells,)
             ) as pool:
                 futures = [pool.submit(_scan, task) for task in tasks]
-                while wait(futures, timeout=_PROGRESS_EVERY_S, return_when=FIRST_EXCEPTION)[1]:
+                while True:
+                    done, running = wait(futures, _PROGRESS_EVERY_S, FIRST_EXCEPTION)
+                    if not running or any(f.exception() is not None for f in done):
+                        break  # all finished, or one failed: result() below raises it
                     if progress is not None:
                         progress(sum(cells) // len(tasks))
                 return [future.result() for future in futures]

@@ -243,3 +243,15 @@ def test_progress_follows_the_bytes_up_to_the_total(
     assert done == sorted(done)
     if workers == 1:
         assert len(set(done)) > 10  # one report a (1 KiB) block, not one at the end
+
+
+def test_a_failing_worker_raises_in_the_parent_through_the_progress_loop(tmp_path: Path) -> None:
+    """A pool worker that cannot read its file: its OSError reaches the caller of `_run`
+    (`read_capture` turns it into UnreadableInput), out of the loop that reports progress."""
+    from analyzer.ingest import jsonl
+
+    gone = jsonl._File(str(tmp_path / "gone.jsonl"), "run", "run", None, 0, 0, 10)
+    tasks = [jsonl._Task((gone,), part, 2, str(tmp_path), "c", None, None, 100) for part in (0, 1)]
+    seen: list[int] = []
+    with pytest.raises(FileNotFoundError):
+        jsonl._run(tasks, tmp_path, seen.append)
