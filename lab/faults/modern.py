@@ -30,22 +30,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lab.faults.server import MCP_PATH, served_by
+from lab.faults.server import TOOLS as SESSIONED_TOOLS
 
 PROTOCOL_VERSION = "2026-07-28"
 
 Json = dict[str, Any]
 
 TOOLS: list[Json] = [
-    {
-        "name": "lookup",
-        "description": "Read one value of the lab's directory.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"key": {"type": "string"}},
-            "required": ["key"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
+    # The same read-only `lookup` the 2025-11-25 fault server lists (and answers alike).
+    next(tool for tool in SESSIONED_TOOLS if tool["name"] == "lookup"),
     {
         "name": "delete_ticket",
         "description": "Delete a support ticket for good.",
