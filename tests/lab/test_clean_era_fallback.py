@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from analyzer.cli import main as seamwatch
 from analyzer.timeline import load_timeline
 from lab.framework import Expected
 from lab.ts import ensure_installed
 from lab.verdict import judge
 from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_findings import analyze_report
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]
 
@@ -22,13 +20,6 @@ pytestmark = [requires_proxy, pytest.mark.timeout(360)]
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
     return run_lab("clean-era-fallback", tmp_path_factory.mktemp("lab"))
-
-
-def _analysis(run: LabRun, out: Path) -> dict[str, Any]:
-    argv = ["analyze", str(run.directory / "capture"), "--format", "json", "--fail-on", "none"]
-    assert seamwatch([*argv, "--no-cache", "--out", str(out)]) == 0
-    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return report
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:
@@ -68,7 +59,7 @@ def test_the_client_falls_back_to_initialize_and_keeps_the_session(run: LabRun) 
 
 
 def test_no_finding_and_each_exchange_keeps_its_own_era(run: LabRun, tmp_path: Path) -> None:
-    report = _analysis(run, tmp_path / "report.json")
+    report = analyze_report(run, tmp_path / "report.json")
     assert report["findings"] == []
     assert judge(Expected.from_json(run.expected), report["findings"]).ok
     assert report["summary"]["sessions"] == 2

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pytest
 
-from analyzer.cli import main as seamwatch
 from analyzer.timeline import load_timeline
 from lab.framework import Expected
 from lab.verdict import judge
 from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_findings import analyze_report
 
 pytestmark = [requires_proxy, pytest.mark.timeout(60)]
 
@@ -21,13 +19,6 @@ pytestmark = [requires_proxy, pytest.mark.timeout(60)]
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     return run_lab("clean-stateless", tmp_path_factory.mktemp("lab"))
-
-
-def _analysis(run: LabRun, out: Path) -> dict[str, Any]:
-    argv = ["analyze", str(run.directory / "capture"), "--format", "json", "--fail-on", "none"]
-    assert seamwatch([*argv, "--no-cache", "--out", str(out)]) == 0
-    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return report
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:
@@ -67,7 +58,7 @@ def test_progress_streams_on_the_call_without_cursors(run: LabRun) -> None:
 def test_no_finding_and_one_anon_session_keyed_by_its_initialize(
     run: LabRun, tmp_path: Path
 ) -> None:
-    report = _analysis(run, tmp_path / "report.json")
+    report = analyze_report(run, tmp_path / "report.json")
     assert report["findings"] == []
     assert judge(Expected.from_json(run.expected), report["findings"]).ok
     init = run.flows[0]

@@ -14,12 +14,18 @@ from lab.verdict import Verdict, judge
 from tests.support.lab_capture import LabRun
 
 
-def analyze_run(run: LabRun, report: Path) -> list[dict[str, Any]]:
-    """The findings of `seamwatch analyze <run>/capture --format json` (run in this process)."""
+def analyze_report(run: LabRun, report: Path) -> dict[str, Any]:
+    """The JSON report of `seamwatch analyze <run>/capture --format json` (run in this process)."""
     argv = ["analyze", str(run.directory / "capture"), "--format", "json", "--fail-on", "none"]
     code = seamwatch([*argv, "--no-cache", "--out", str(report)])
     assert code == 0, f"seamwatch analyze exited {code}"
-    findings: list[dict[str, Any]] = json.loads(report.read_text(encoding="utf-8"))["findings"]
+    parsed: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    return parsed
+
+
+def analyze_run(run: LabRun, report: Path) -> list[dict[str, Any]]:
+    """The findings of `analyze_report`."""
+    findings: list[dict[str, Any]] = analyze_report(run, report)["findings"]
     return findings
 
 
