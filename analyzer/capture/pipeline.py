@@ -1,11 +1,12 @@
 """The capture pipeline, split across two processes so that recording costs the proxy little.
 
 The proxy's hot path (`CaptureClient`, called by the addon) only stamps what it saw and appends
-it, already framed, to a queue; a sender thread ships the queue every 50 ms, joined,
-down a pipe to a worker process (`python -m analyzer.capture.pipeline`) that decodes, frames,
-redacts, serializes and writes (`Recorder` + `CaptureWriter`), on the other core. Doing that
-work in the proxy process, even on a thread, halved the proxy's SSE event rate: the GIL makes
-every microsecond spent recording a microsecond the event loop does not forward traffic.
+it, already framed, to a queue; a sender thread ships the queue every 50 ms, joined, down a
+pipe to a worker process (`python -m analyzer.capture.pipeline`) that decodes, frames, redacts,
+serializes and writes (`Recorder` + `CaptureWriter`, inline: the worker has one thread), on the
+other core. Doing that work in the proxy process, even on a thread, halved the proxy's SSE
+event rate: the GIL makes every microsecond spent recording a microsecond the event loop does
+not forward traffic.
 
 The pipe carries a stream of frames, each a tag byte and fixed little-endian fields:
 
@@ -28,10 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import os
 import pickle
 import secrets
+import select
 import signal
 import struct
 import subprocess
@@ -87,12 +88,23 @@ def _write_frame(pipe: IO[bytes], obj: object) -> None:
     pipe.flush()
 
 
-def _read_frame(pipe: IO[bytes]) -> Any:
-    head = pipe.read(_LEN.size)
+def _read_exact(fd: int, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        piece = os.read(fd, size - len(data))
+        if not piece:
+            break
+        data += piece
+    return data
+
+
+def _read_frame(fd: int) -> Any:
+    """The configuration: read from the file descriptor itself, so nothing is buffered."""
+    head = _read_exact(fd, _LEN.size)
     if len(head) < _LEN.size:
         return None
     (size,) = _LEN.unpack(head)
-    data = pipe.read(size)
+    data = _read_exact(fd, size)
     if len(data) < size:
         return None
     return pickle.loads(data)  # our own parent process wrote it
@@ -379,18 +391,21 @@ def main() -> int:
     # queued, bounded, in the proxy) and catches up when the traffic lets it.
     with contextlib.suppress(OSError):
         os.nice(10)
-    stdin, stdout = sys.stdin.buffer, sys.stdout
-    assert isinstance(stdin, io.BufferedReader)
+    stdin, stdout = sys.stdin.fileno(), sys.stdout
     config = _read_frame(stdin)
     if config is None:
         return 2
     try:
         worker = _Worker(config)
-        worker.writer.start()
+        # This process does nothing but record: its one thread writes too (`pump`), each
+        # batch as soon as it is recorded, and syncs on the writer's cadence.
+        worker.writer.start(inline=True)
     except (CaptureError, OSError, ValueError) as e:
         print(f"cannot capture to {config['out_dir']}: {e}", file=stdout, flush=True)
         return 2
     print("ready", file=stdout, flush=True)
+    poll = select.poll()
+    poll.register(stdin, select.POLLIN)
     buf = b""
     while True:
         try:
@@ -403,7 +418,10 @@ def main() -> int:
         if worker.closed:
             worker.finish(clean=True)
             return 0
-        data = stdin.read1(_READ_SIZE)
+        # Write what was recorded; wait for input no longer than the next sync is due.
+        while not poll.poll(worker.writer.pump() * 1000 + 1):
+            pass
+        data = os.read(stdin, _READ_SIZE)
         if not data:  # the proxy died without a goodbye; a torn last frame is dropped
             worker.finish(clean=False)
             return 0

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from itertools import repeat
 from json.encoder import encode_basestring
+from operator import add
 from typing import Protocol
 
 from pydantic_core import to_json
@@ -95,6 +97,11 @@ class StreamTap:
         recorded in one pass, without a dict per record, the redaction precheck run once on
         the run joined; the rest, e.g. an event split across two reads, go through `feed`.
         """
+        if self._all_whole(raws):  # the common case: the whole batch in one pass
+            if not self._record_plain(raws, monos, wall_offset):
+                for raw, mono in zip(raws, monos, strict=True):
+                    self.feed(raw, (mono + wall_offset, mono))
+            return
         i, count = 0, len(raws)
         while i < count:
             j = self._whole_run(raws, i)
@@ -104,6 +111,17 @@ class StreamTap:
             for k in range(i, max(j, i + 1)):
                 self.feed(raws[k], (monos[k] + wall_offset, monos[k]))
             i = max(j, i + 1)
+
+    def _all_whole(self, raws: list[bytes]) -> bool:
+        """True when `_whole_run(raws, 0)` would take them all (one C-level pass, no loop)."""
+        decoder = self.decoder
+        if decoder.encoding != "identity" or decoder.capped or decoder.failed:
+            return False
+        if self.framer.pending:
+            return False
+        if sum(map(len, raws)) >= decoder.cap - decoder.produced:
+            return False
+        return all(map(bytes.endswith, raws, repeat(_WHOLE_EVENTS)))
 
     def _whole_run(self, raws: list[bytes], i: int) -> int:
         """The end of the run from `i` of chunks that `feed` would record whole, as they came."""
@@ -122,20 +140,25 @@ class StreamTap:
 
     def _record_plain(self, raws: list[bytes], monos: list[int], wall_offset: int) -> bool:
         """Record whole chunks of UTF-8 text with nothing to redact; False if they are not."""
+        # Every step is a C-level pass over the batch (map, join): no Python code per chunk.
         try:
-            texts = [raw.decode("utf-8") for raw in raws]
+            texts = list(map(bytes.decode, raws))  # UTF-8, strict
         except UnicodeDecodeError:
             return False
         if self.recorder.redactor.may_redact("".join(texts)):
             return False
         self.decoder.produced += sum(map(len, raws))
-        members, n = self._members, self.n
+        n, count = self.n, len(raws)
         # json.encoder's C string encoder escapes as pydantic_core's to_json does (tested).
-        encoded = [
-            (members % (mono + wall_offset, mono, n + i, encode_basestring(text))).encode()
-            for i, (mono, text) in enumerate(zip(monos, texts, strict=True))
-        ]
-        self.n = n + len(encoded)
+        fields = zip(
+            map(add, monos, repeat(wall_offset)),
+            monos,
+            range(n, n + count),
+            map(encode_basestring, texts),
+            strict=True,
+        )
+        encoded = list(map(str.encode, map(self._members.__mod__, fields)))
+        self.n = n + count
         self.recorder.sink.submit_encoded(encoded)
         return True
 

@@ -16,6 +16,10 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
 - Every batch is written with `os.write` as soon as it is drained, so SIGKILL (the kernel keeps
   the page cache) loses only what was still queued; `fdatasync` (power loss) runs at most every
   `flush_interval_s` while data is unsynced, and at rotation and close.
+- A caller that does nothing but record (the capture worker process) starts the writer inline:
+  no thread and no queue, `submit` serializes at once and the caller's `pump` writes, syncs and
+  writes `capture_stats` when due, and says by when to call it again. The same files, seq and
+  counters; no GIL handed back and forth between two threads of one process.
 - A file is rotated before the record that would take it past `rotate_bytes`, unless it holds
   no record yet beside its `capture_open` (a single huge record gets a file to itself).
 - Serialization is `pydantic_core.to_json`, compact like `json.dumps(separators=(",", ":"),
@@ -114,6 +118,9 @@ class CaptureWriter:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closing = False
+        self._inline = False  # `start(inline=True)`: the caller's thread writes (`pump`)
+        self._started = False
+        self._stats_due = 0.0
         # Counters with one writer each, so no lock: the caller's thread...
         self._seen = 0
         self._dropped = 0
@@ -138,9 +145,15 @@ class CaptureWriter:
 
     # -- the caller's side ------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Create the folder and the first file, then start the writer thread."""
-        if self._thread is not None or self._closing:
+    def start(self, *, inline: bool = False) -> None:
+        """Create the folder and the first file, then start the writer thread.
+
+        `inline`: no thread and no queue; `submit` serializes at once into a pending batch and
+        the caller's `pump` writes it, syncs and writes `capture_stats` when due. For a caller
+        that does nothing else, such as the capture worker process: two threads would only
+        hand the GIL back and forth.
+        """
+        if self._started or self._closing:
             raise CaptureError("a capture writer starts once")
         self._make_dir()
         try:
@@ -154,12 +167,25 @@ class CaptureWriter:
             with contextlib.suppress(OSError):
                 os.unlink(self._path or "")
             raise CaptureError(f"cannot write to {self._path}")
+        self._started = True
+        if inline:
+            self._inline = True
+            self._stats_due = time.monotonic() + self._stats_interval
+            return
         self._thread = threading.Thread(target=self._run, name="seamwatch-writer", daemon=True)
         self._thread.start()
 
     def submit(self, record: dict[str, object]) -> None:
         """Queue a record (kind, ts_ns, mono_ns and its fields; no seq); never blocks or raises."""
         self._seen += 1
+        if self._inline:
+            if self._closing:
+                self._dropped += 1
+                return
+            if self._fd < 0:
+                self._reopen()
+            self._add(record)
+            return
         if self._closing or self._queue.qsize() >= self._queue_max:
             self._dropped += 1
             return
@@ -172,6 +198,14 @@ class CaptureWriter:
         `{"seq":N,` there. The list counts as one item against the queue's bound.
         """
         self._seen += len(members)
+        if self._inline:
+            if self._closing:
+                self._dropped += len(members)
+                return
+            if self._fd < 0:
+                self._reopen()
+            self._add_encoded(members)
+            return
         if self._closing or self._queue.qsize() >= self._queue_max:
             self._dropped += len(members)
             return
@@ -212,6 +246,11 @@ class CaptureWriter:
 
         A writer that was never started writes nothing, and what it queued is lost.
         """
+        if self._inline:
+            if not self._closing:
+                self._closing = True
+                self._finish()
+            return
         self._closing = True
         thread = self._thread
         if thread is None:
@@ -231,6 +270,25 @@ class CaptureWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def pump(self) -> float:
+        """Inline mode: write what is pending, and sync or write stats if due.
+
+        Returns the seconds until the next of those is due: call again by then.
+        """
+        if not self._inline or self._closing:
+            return self._flush_interval
+        self._write_pending()
+        now = time.monotonic()
+        if now >= self._stats_due:
+            self._add_own("capture_stats")
+            self._stats_due = now + self._stats_interval
+        if self._unsynced and now >= self._dirty_since + self._flush_interval:
+            self._sync()
+        due = self._stats_due
+        if self._unsynced:
+            due = min(due, self._dirty_since + self._flush_interval)
+        return max(0.0, due - now)
 
     # -- the writer's side ------------------------------------------------------------------
 
@@ -287,6 +345,9 @@ class CaptureWriter:
                 stats_due = now + self._stats_interval
             if self._unsynced and now >= self._dirty_since + self._flush_interval:
                 self._sync()
+        self._finish()
+
+    def _finish(self) -> None:
         self._add_own("capture_stats")
         if not self._unclean:
             self._add_own("capture_close")
@@ -299,10 +360,12 @@ class CaptureWriter:
             self._append(body[1:])
             self._pending_submitted += 1
 
-    def _add_encoded(self, members: _Encoded) -> None:
+    def _add_encoded(self, members: list[bytes]) -> None:
         """Put records serialized by the caller into the pending batch."""
         seq = self._seq
-        lines = [_with_seq(s, m) for s, m in enumerate(members, seq)]
+        lines = list(
+            map(_SEQ_LINE.__mod__, zip(range(seq, seq + len(members)), members, strict=True))
+        )
         size = sum(map(len, lines))
         if self._fd >= 0 and self._size + self._pending_size + size > self._rotate_bytes:
             for m in members:  # the file rotates somewhere in there
@@ -455,10 +518,13 @@ def _stamp() -> dict[str, object]:
     return {"ts_ns": time.time_ns(), "mono_ns": time.monotonic_ns()}
 
 
+# seq first, for whoever reads the file with their eyes: {"seq":N,"kind":...}; the members are
+# those of a non-empty object and its closing brace.
+_SEQ_LINE = b'{"seq":%d,%b\n'
+
+
 def _with_seq(seq: int, members: bytes) -> bytes:
-    # seq first, for whoever reads the file with their eyes: {"seq":N,"kind":...}; `members`
-    # are those of a non-empty object and its closing brace.
-    return b'{"seq":%d,%b\n' % (seq, members)
+    return _SEQ_LINE % (seq, members)
 
 
 def _sync_dir(path: Path) -> None:

@@ -410,3 +410,51 @@ def test_encoded_records_get_seq_rotation_and_counters(out_dir: Path) -> None:
     assert flows == [str(i) for i in range(-1, 61)]
     assert (lines[-1]["seen"], lines[-1]["written"], lines[-1]["dropped"]) == (62, 62, 0)
     assert w.counters["dropped"] == 3 and w.counters["seen"] == 65
+
+
+def test_inline_writes_on_pump_syncs_when_due_and_closes(
+    out_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`start(inline=True)`: no thread; the caller's `pump` writes, syncs and writes stats."""
+    synced: list[int] = []
+    fdatasync = os.fdatasync
+
+    def counting_fdatasync(fd: int) -> None:
+        synced.append(fd)
+        fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counting_fdatasync)
+    w = CaptureWriter(
+        out_dir,
+        open_fields=OPEN_FIELDS,
+        rotate_bytes=3000,
+        flush_interval_s=0.05,
+        stats_interval_s=0.2,
+    )
+    w.start(inline=True)
+    partial = out_dir / "capture-t1-0000.jsonl.partial"
+    w.submit(end(0))
+    w.submit_encoded([to_json(end(i))[1:] for i in (1, 2)])
+    assert [r["kind"] for r in read_file(partial)] == ["capture_open"]  # pending until the pump
+    due = w.pump()
+    assert [r.get("flow") for r in read_file(partial)] == [None, "0", "1", "2"]
+    assert 0 < due <= 0.05  # the sync is due within the flush interval
+    assert not synced
+    time.sleep(due)
+    w.pump()
+    assert synced  # written data is synced on the writer's cadence, with no thread to do it
+    time.sleep(0.2)
+    w.pump()
+    assert [r["kind"] for r in read_file(partial)][-1] == "capture_stats"
+    for i in range(3, 40):  # past the rotation size, inline too
+        w.submit(end(i))
+    w.pump()
+    w.close()
+    w.submit(end(40))  # after close: dropped
+    files = read_capture(out_dir)
+    assert len(files) > 1 and all(f[0]["kind"] == "capture_open" for f in files)
+    lines = [r for f in files for r in f]
+    assert [r["seq"] for r in lines] == list(range(len(lines)))
+    assert [r["flow"] for r in lines if r["kind"] == "stream_end"] == [str(i) for i in range(40)]
+    assert (lines[-1]["kind"], lines[-1]["seen"], lines[-1]["written"]) == ("capture_close", 40, 40)
+    assert w.counters["dropped"] == 1
