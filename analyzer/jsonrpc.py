@@ -47,6 +47,7 @@ __all__ = [
     "Message",
     "Reason",
     "classify",
+    "classify_sorted",
     "classify_value",
     "iter_messages",
     "may_hold_float",
@@ -110,6 +111,13 @@ class Message:
 
 def classify(raw: bytes | str) -> Message:
     """Classify one HTTP body or SSE `data` payload holding a JSON-RPC message or batch."""
+    return classify_sorted(raw)[0]
+
+
+def classify_sorted(raw: bytes | str) -> tuple[Message, bytes | None]:
+    """`classify(raw)`, and orjson's compact text of the value with sorted keys when it is at
+    hand and surely holds no float (else None): the RFC 8785 text of the value, unless a key
+    holds a character past U+FFFF (see `analyzer.normalize.fast_canonical_hash`)."""
     if isinstance(raw, str):
         text = raw
         # A str can carry a surrogate code point literally, not only as a \u escape.
@@ -118,7 +126,7 @@ def classify(raw: bytes | str) -> Message:
         try:
             text = str(raw, "utf-8")
         except UnicodeDecodeError:
-            return _INVALID_NOT_UTF8
+            return _INVALID_NOT_UTF8, None
         suspect = False
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -126,34 +134,72 @@ def classify(raw: bytes | str) -> Message:
         # The fast path: orjson parses what `json` parses to the same value, and refuses (so
         # the full path below says why) NaN, infinite numbers, lone surrogates, depth past
         # 1024 and control characters. It reads ints outside [-2**63, 2**64) as floats: when
-        # the text holds a run of 19 digits and the value a float, ask `json` instead.
+        # the text may hold such an int and the value a float, ask `json` instead.
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
         else:
-            if _DIGIT_RUN not in text.encode("utf-8").translate(_DIGITS_TO_ZERO) or _float_free(
-                value
-            ):
-                return _classify_top(value, False)
-    return _classify_text(text, suspect)
+            try:
+                compact: bytes | None = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            except orjson.JSONEncodeError:  # nested past orjson's 254 levels of output
+                compact = None
+            if compact is not None and not may_hold_float(compact):
+                return _classify_top(value, False), compact
+            # Here the value may hold a float (sorting keys moves no token), or is too deep to
+            # be written by orjson, so unsure: trust it only if no int can have overflowed.
+            if not _may_hold_big_int(text):
+                return _classify_top(value, False), None
+    return _classify_text(text, suspect), None
 
 
 def may_hold_float(compact: bytes) -> bool:
     """False only when orjson's compact output `compact` surely holds no float (else maybe).
 
-    A digit followed by '.', 'e' or 'E' inside a string (a version "v1.2") makes it say maybe;
-    the quoted JSON-RPC version "2.0" is left out first, as it sits in every message.
+    Every float orjson writes is a digit run followed by '.', 'e' or 'E' ("1.5", "1e+16",
+    "-0.0"), and in compact output a number token starts the text or follows ':', ',' or '['
+    (no whitespace). Such a run inside a string ("v1.2", "tick 0.5") is no float token unless
+    one of those three characters comes right before it ("a:1.5"): then it says maybe.
     """
-    return compact.replace(b'"2.0"', b"").translate(_FLOAT_MARKS).find(b"DF") >= 0
+    # The quoted "2.0" (a whole string: in compact JSON a quote never touches a digit
+    # otherwise) sits in every message; removing it leaves most texts without any digit run
+    # followed by a float mark, and the few that hold one are looked at where it starts.
+    marked = compact.replace(b'"2.0"', b"").translate(_FLOAT_MARKS)
+    hit = marked.find(b"DF")
+    while hit >= 0:
+        start = hit
+        while start > 0 and marked[start - 1] == _D:
+            start -= 1
+        if start > 0 and marked[start - 1] == _MINUS:
+            start -= 1
+        if start == 0 or marked[start - 1] in _VALUE_OPENERS:
+            return True
+        hit = marked.find(b"DF", hit + 2)
+    return False
 
 
-def _float_free(value: object) -> bool:
-    """True when an orjson-parsed value surely holds no float (False when unsure)."""
-    try:
-        return not may_hold_float(orjson.dumps(value))
-    except orjson.JSONEncodeError:  # nested past orjson's 254 levels of output
-        return False
+def _may_hold_big_int(text: str) -> bool:
+    """False only when the JSON text surely holds no number token of 19 digits or more.
+
+    Every int outside [-2**63, 2**64) has that many. A number token starts the text or follows
+    ':', ',' or '[' (a member's value, an array element) with only RFC 8259 whitespace between,
+    then an optional '-'; a 19-digit run inside a string ("at 1750000204842821421") is skipped
+    unless such a character comes right before it ("a:1750000204842821421"): then maybe.
+    """
+    zeroed = text.encode("utf-8").translate(_DIGITS_TO_ZERO)
+    hit = zeroed.find(_DIGIT_RUN)
+    while hit >= 0:
+        before = hit - 1
+        # A run longer than 38 digits is found again mid-run: its start was looked at.
+        if before < 0 or zeroed[before] != _ZERO:
+            if before >= 0 and zeroed[before] == _MINUS:
+                before -= 1
+            while before >= 0 and zeroed[before] in _JSON_SPACE:
+                before -= 1
+            if before < 0 or zeroed[before] in _VALUE_OPENERS:
+                return True
+        hit = zeroed.find(_DIGIT_RUN, hit + len(_DIGIT_RUN))
+    return False
 
 
 def _classify_text(text: str, suspect: bool) -> Message:
@@ -229,6 +275,12 @@ _DIGIT_RUN = b"0" * 19
 # Every float orjson writes has a digit followed by '.', 'e' or 'E' ("1.5", "1e+16", "5e-324");
 # mapping digits to "D" and those three to "F" makes that one search for "DF".
 _FLOAT_MARKS = bytes.maketrans(b"0123456789.eE", b"DDDDDDDDDDFFF")
+_D = ord("D")
+_ZERO = ord("0")
+_MINUS = ord("-")
+# What comes right before a number token (besides whitespace, in non-compact text).
+_VALUE_OPENERS = frozenset(b":,[")
+_JSON_SPACE = frozenset(b" \t\n\r")
 
 
 def _invalid(reason: Reason) -> Message:

@@ -28,7 +28,7 @@ import polars as pl
 
 from analyzer import schema as S
 from analyzer.canonical import canonical_hash, canonical_json
-from analyzer.jsonrpc import Kind, Message, classify, iter_messages, may_hold_float
+from analyzer.jsonrpc import Kind, Message, classify_sorted, iter_messages, may_hold_float
 from analyzer.sse import SseDecoder, SseEvent
 
 __all__ = [
@@ -95,6 +95,15 @@ def _raw_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def _sorted_hash(value: object, compact: bytes | None, raw: bytes, raw_hash: str) -> str:
+    """`fast_canonical_hash(value)`, given `classify_sorted`'s float-free sorted text of it."""
+    if compact is None or not (compact.isascii() or _ASTRAL.search(compact) is None):
+        return fast_canonical_hash(value)
+    if compact == raw:  # the payload was sent in canonical form: one hash serves both
+        return raw_hash
+    return hashlib.sha256(compact).hexdigest()[:16]
+
+
 # ---------------------------------------------------------------------------------------------
 # Message description
 # ---------------------------------------------------------------------------------------------
@@ -137,11 +146,17 @@ def _hint(annotations: Mapping[str, Any], key: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _describe(msg: Message, member: int | None, raw_hash: str) -> tuple[_MsgRow, list[_ToolRow]]:
-    """One message's row (everything but where it was carried) and the tools it lists."""
+def _describe(
+    msg: Message, member: int | None, raw_hash: str, payload_hash: str | None = None
+) -> tuple[_MsgRow, list[_ToolRow]]:
+    """One message's row (everything but where it was carried) and the tools it lists.
+
+    `payload_hash` is the canonical hash of `msg.value` when the caller has it already.
+    """
     kind = msg.kind
     value = msg.value
-    payload_hash = raw_hash if msg.reason in _UNPARSED else fast_canonical_hash(value)
+    if payload_hash is None:
+        payload_hash = raw_hash if msg.reason in _UNPARSED else fast_canonical_hash(value)
     tool_name = arguments_hash = protocol_version = client_info = cancel_id = None
     mrtr_params = input_required = is_error = None
     error_code: int | None = None
@@ -251,14 +266,17 @@ class _Described(NamedTuple):
 def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
     """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
     raw_hash = _raw_hash(raw)
-    top = classify(raw if text is None else text)
+    top, compact = classify_sorted(raw if text is None else text)
+    if top.reason in _UNPARSED:
+        payload_hash = raw_hash
+    else:
+        payload_hash = _sorted_hash(top.value, compact, raw, raw_hash)
     if top.kind is not Kind.BATCH:
-        row, listed = _describe(top, None, raw_hash)
+        row, listed = _describe(top, None, raw_hash, payload_hash)
         version = row[12] if row[1] == "response" else None
         return _Described(
-            top.kind.value, version, raw_hash, len(raw), row[5], (row,), tuple(listed)
+            top.kind.value, version, raw_hash, len(raw), payload_hash, (row,), tuple(listed)
         )
-    payload_hash = raw_hash if top.reason in _UNPARSED else fast_canonical_hash(top.value)
     rows: list[_MsgRow] = []
     tools: list[_ToolRow] = []
     for index, member in enumerate(iter_messages(top)):
@@ -284,8 +302,12 @@ def _frame(schema: pl.Schema, columns: Iterable[Sequence[Any]]) -> pl.DataFrame:
         elif isinstance(dtype, pl.List):
             # Nested columns arrive as JSON text (or None for empty): building them from
             # Python lists goes through a slow per-row path in Polars.
-            text = pl.Series(name, values, dtype=pl.String).fill_null("[]")
-            series.append(text.str.json_decode(dtype).rename(name))
+            text = pl.Series(name, values, dtype=pl.String)
+            if len(text) and text.null_count() == len(text):
+                # Every list empty (the usual batch): nothing to decode.
+                series.append(pl.Series(name, [[]], dtype=dtype).new_from_index(0, len(text)))
+            else:
+                series.append(text.fill_null("[]").str.json_decode(dtype).rename(name))
         else:
             series.append(pl.Series(name, values, dtype=dtype))
     return pl.DataFrame(series)
@@ -330,7 +352,10 @@ class _Rows:
         return len(self.rows)
 
     def take(self) -> pl.DataFrame:
-        columns = [list(c) for c in zip(*self.rows, strict=True)] or [[] for _ in self.schema]
+        # Polars takes the transposed tuples as they are: no list copy of each column.
+        columns: list[Sequence[Any]] = list(zip(*self.rows, strict=True)) or [
+            [] for _ in self.schema
+        ]
         self.rows.clear()
         return _frame(self.schema, columns)
 
@@ -705,13 +730,38 @@ class Normalizer:
                 self._feed(flow, raw, record["ts_ns"], record["seq"], -1)
                 self._close_decoder(flow)
 
+    def add_chunk(
+        self,
+        flow_id: str,
+        n: int,
+        data: Mapping[str, Any],
+        ts: int,
+        seq: int,
+        capped: object,
+    ) -> None:
+        """`add` of a well-formed chunk record, given its fields (a reader's fast lane)."""
+        self.records += 1
+        self._take_chunk(flow_id, n, data, ts, seq, capped)
+
     def _chunk(self, record: dict[str, Any]) -> None:
-        flow = self._flow(record["flow"])
-        n = record["n"]
+        self._take_chunk(
+            record["flow"],
+            record["n"],
+            record["data"],
+            record["ts_ns"],
+            record["seq"],
+            record.get("decompress_capped"),
+        )
+
+    def _take_chunk(
+        self, flow_id: str, n: int, data: Mapping[str, Any], ts: int, seq: int, capped: object
+    ) -> None:
+        flow = self._flows.get(flow_id)  # `_flow`, inlined: this runs once per chunk
         if flow is None:
-            ended_at = self._ended[record["flow"]]
-            self.counts["duplicate_record" if n < ended_at else "late_record"] += 1
-            return
+            if flow_id in self._ended:
+                self.counts["duplicate_record" if n < self._ended[flow_id] else "late_record"] += 1
+                return
+            flow = self._flows[flow_id] = _Flow(flow_id, self.run_id)
         if n < flow.next_n:
             self.counts["duplicate_record"] += 1
             return
@@ -719,8 +769,7 @@ class Normalizer:
             self.counts["chunk_gap"] += n - flow.next_n
         flow.next_n = n + 1
         flow.chunks += 1
-        data = record["data"]
-        if record.get("decompress_capped"):
+        if capped:
             flow.capped = True
         decoder = flow.decoder
         if decoder is None:
@@ -730,7 +779,6 @@ class Normalizer:
             events = decoder.feed_text(text)
         else:
             events = decoder.feed(base64.b64decode(data.get("b64") or ""))
-        ts, seq = record["ts_ns"], record["seq"]
         for event in events:
             self._event(flow, event, ts, seq, n)
 

@@ -27,6 +27,11 @@ _LF = 0x0A
 # in which a line can end." Not str.splitlines: it also splits on \v, \f, \x1c-\x1e, \x85, \u2028.
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _LINE_END_BYTES = re.compile(rb"(\r\n|\r|\n)")
+# The usual block of an MCP stream as `_interpret` reads it: an optional `id` line (its value
+# without NUL, which would make the field ignored), an optional `data` line, the blank line;
+# "If value starts with a U+0020 SPACE character, remove it" is the optional space. Only for
+# text without CR (checked before), so LF is the only line end.
+_SIMPLE_BLOCK = re.compile(r"(?:id: ?([^\n\x00]*)\n)?(?:data: ?([^\n]*)\n)?\n")
 # Field names longer than this are cut in the "unknown-field:" warning (a stray payload line
 # without a colon is a "field name" too, and a warning is not the place for a megabyte of it).
 _WARNED_NAME_MAX = 64
@@ -243,6 +248,18 @@ class SseDecoder:
             except UnicodeEncodeError:  # a lone surrogate: its bytes are no valid UTF-8
                 return self.feed(text.encode("utf-8", "surrogatepass"))
         self._bom_pending = False
+        simple = _SIMPLE_BLOCK.fullmatch(text)
+        if simple is not None:
+            # One block of an `id` line and/or a `data` line (the usual MCP event): what
+            # `_interpret` makes of it, without its per-line loop. No block is open (its bytes
+            # would be in `_buf`), so the per-block buffers are at their initial values.
+            block_id, payload = simple.groups()
+            if block_id is not None:
+                self._last_id = block_id
+            last_id = self._dispatched_id = self._last_id
+            if payload is None:
+                payload = ""
+            return [_new_event(block_id, last_id, "message", payload, None, not payload, 0, ())]
         lines = text.split("\n")
         lines.pop()  # the empty remainder after the final line end
         return self._interpret(lines, None)

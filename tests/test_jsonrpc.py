@@ -525,6 +525,14 @@ _FAST_PATH_EDGES = [
     "[" * 1100 + "]" * 1100,
     "[" * 900 + "]" * 900,
     " \n[1,2]\t",
+    # A 19-digit run in a string is no number token; the same run as a value is one.
+    '{"jsonrpc":"2.0","id":1,"result":"at 18446744073709551616"}',
+    '{"jsonrpc":"2.0","id":1,"result":"a:18446744073709551616"}',
+    '{"jsonrpc":"2.0","id":1,"result":[0, \n\t 18446744073709551616]}',
+    '{"jsonrpc":"2.0","id":1,"result":{"n" :\r\n-9223372036854775809}}',
+    '{"jsonrpc":"2.0","id":1,"result":[1844674407370955161.5]}',
+    " 18446744073709551616",
+    "-18446744073709551616",
 ]
 
 
@@ -544,6 +552,29 @@ def test_fast_path_classifies_as_the_full_path(
     except (ValueError, TypeError, RecursionError):
         return
     assert classify(text) == jsonrpc._classify_text(text, not text.isascii() and _lone(text))
+
+
+# Ints on both sides of orjson's range, beside strings holding 19-digit runs.
+_big_int_values = st.recursive(
+    st.integers(-(2**70), 2**70)
+    | st.integers(2**63 - 3, 2**64 + 3)
+    | st.integers(-(2**63) - 3, -(2**63) + 3)
+    | st.text(alphabet="0123456789 :,[", max_size=24),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400)
+@given(_big_int_values, st.sampled_from([None, 0, 1, "\t"]))
+def test_fast_path_keeps_big_ints_exact(value: object, indent: Any) -> None:
+    text = json.dumps({"jsonrpc": "2.0", "id": 1, "result": value}, indent=indent)
+    message = classify(text)
+    assert message == jsonrpc._classify_text(text, False)
+    # As text: an int that became a float compares equal to it, but does not print the same.
+    assert json.dumps(message.value) == json.dumps({"jsonrpc": "2.0", "id": 1, "result": value})
 
 
 def _lone(text: str) -> bool:
@@ -605,8 +636,44 @@ def test_may_hold_float_never_misses_a_float(value: object) -> None:
         ({"jsonrpc": "2.0", "id": 7, "result": {"x": 1e16}}, True),
         ({"jsonrpc": "2.0", "id": 7, "result": {"x": -0.0}}, True),
         ([5e-324], True),
-        ({"jsonrpc": "2.0", "method": "v1.2"}, True),  # unsure: a string looks like a float
+        ({"jsonrpc": "2.0", "method": "v1.2"}, False),  # in a string, after no ':' ',' '['
+        ({"jsonrpc": "2.0", "method": "a", "params": {"m": "tick 0.945271"}}, False),
+        ({"jsonrpc": "2.0", "method": "a", "params": {"1.5": 1}}, False),
+        ({"jsonrpc": "2.0", "method": "a:1.5"}, True),  # unsure: looks like a member's float
+        ({"jsonrpc": "2.0", "method": "[1e5"}, True),
+        (1.5, True),
+        (-1e300, True),
+        ([1, 2.5], True),
     ],
 )
 def test_may_hold_float_examples(value: object, maybe: bool) -> None:
     assert jsonrpc.may_hold_float(orjson.dumps(value)) is maybe
+
+
+# Strings and keys built to look like float tokens, so that the no-false-negative property is
+# also tried where the pre-filter (a digit then '.', 'e', 'E') fires on string content.
+_float_like_text = st.text(alphabet='0123456789.eE-:,[]{}" a', max_size=10)
+_float_bait_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _float_like_text,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(_float_like_text, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=1500)
+@given(_float_bait_json, st.booleans())
+def test_may_hold_float_never_misses_a_float_among_float_like_strings(
+    value: object, sort_keys: bool
+) -> None:
+    compact = orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    if _holds_float(value):
+        assert jsonrpc.may_hold_float(compact)
+    elif not any(mark in compact for mark in (b":", b",", b"[")) and compact[:1] == b'"':
+        # A lone string: whatever it holds, no float token can start in it.
+        assert not jsonrpc.may_hold_float(compact)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import polars as pl
@@ -12,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from analyzer import jsonrpc
+from analyzer import normalize as N
 from analyzer import schema as S
 from analyzer.canonical import canonical_hash, canonical_json
 from analyzer.normalize import Normalizer, fast_canonical_hash, normalize_records
@@ -245,6 +248,77 @@ def test_fast_canonical_hash_equals_canonical_hash(value: object) -> None:
 def test_fast_canonical_hash_edge_cases(value: object) -> None:
     assert fast_canonical_hash(value) == canonical_hash(value)
     assert canonical_json(value)  # sanity: the reference accepts it
+
+
+def _reference_described(raw: bytes, text: str) -> tuple[str, str, tuple[Any, ...]]:
+    """What `_describe_payload` gives, from the full `json` classifier and `canonical_hash`."""
+    raw_hash = N._raw_hash(raw)
+    top = jsonrpc._classify_text(text.removeprefix("\ufeff"), False)
+    unparsed = top.reason in N._UNPARSED
+    payload_hash = raw_hash if unparsed else canonical_hash(top.value)
+    rows = []
+    for index, member in enumerate(jsonrpc.iter_messages(top)):
+        row, _ = N._describe(member, index if top.kind is jsonrpc.Kind.BATCH else None, raw_hash)
+        assert row[5] == (
+            raw_hash if member.reason in N._UNPARSED else canonical_hash(member.value)
+        )
+        rows.append(row)
+    return top.kind.value, payload_hash, tuple(rows)
+
+
+_rpc_payloads = st.one_of(
+    st.builds(lambda p: {"jsonrpc": "2.0", "method": "notifications/progress", "params": p}, _json),
+    st.builds(lambda i, r: {"jsonrpc": "2.0", "id": i, "result": r}, st.integers(0, 99), _json),
+    st.lists(st.builds(lambda r: {"jsonrpc": "2.0", "id": 1, "result": r}, _json), max_size=3),
+    _json,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    _rpc_payloads,
+    st.booleans(),
+    st.sampled_from([(",", ":"), (", ", ": ")]),
+    st.booleans(),
+    st.sampled_from(["", "\ufeff"]),
+)
+def test_describe_payload_equals_the_reference_path(
+    value: object, sort_keys: bool, separators: tuple[str, str], ascii_only: bool, bom: str
+) -> None:
+    # Compact, sorted, non-ASCII text of a float-free value is its canonical text: raw == sorted.
+    text = bom + json.dumps(
+        value, sort_keys=sort_keys, separators=separators, ensure_ascii=ascii_only
+    )
+    raw = text.encode("utf-8")
+    described = N._describe_payload(raw, text)
+    kind, payload_hash, rows = _reference_described(raw, text)
+    assert (described.top_kind, described.payload_hash, described.rows) == (
+        kind,
+        payload_hash,
+        rows,
+    )
+    assert N._describe_payload(raw) == described
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"jsonrpc":"2.0","method":"a","params":{"x":1.0}}',  # orjson "1.0", RFC 8785 "1"
+        '{"jsonrpc":"2.0","method":"a","params":{"x":"a:1.5"}}',
+        '{"id":1,"jsonrpc":"2.0","result":{"n":18446744073709551616}}',  # canonical, big int
+        '{"id":1,"jsonrpc":"2.0","result":{"\U0001f600":1,"\ufb01":2}}',  # UTF-16 key order
+        '{"id":1,"jsonrpc":"2.0","result":{}}',  # sent canonical: raw hash is payload hash
+        '[{"jsonrpc":"2.0","id":1,"result":1e16},{"jsonrpc":"2.0","method":"m"}]',
+        '{"jsonrpc":"2.0","method":"a","params":' + "[" * 300 + "]" * 300 + "}",
+        "NaN",
+    ],
+)
+def test_describe_payload_edge_cases(text: str) -> None:
+    raw = text.encode("utf-8")
+    described = N._describe_payload(raw, text)
+    assert (described.top_kind, described.payload_hash, described.rows) == _reference_described(
+        raw, text
+    )
 
 
 def test_a_flow_row_is_written_at_its_stream_end() -> None:

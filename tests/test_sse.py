@@ -744,6 +744,61 @@ def test_feed_text_gives_what_feed_gives(chunks: list[str]) -> None:
     assert (fast.tail, fast.unterminated) == (slow.tail, slow.unterminated)
 
 
+_line_values = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=6
+) | st.sampled_from(["", " ", " x", "a:b", "\x00", "a\x00", "\ufffd", "7"])
+_mcp_like_line = st.builds(
+    lambda name, sep, value: f"{name}{sep}{value}",
+    st.sampled_from(["id", "data", "data", "event", "retry", "", "idx", "dat"]),
+    st.sampled_from([": ", ":", ":  ", "", ": :"]),
+    _line_values,
+)
+
+
+@st.composite
+def _mcp_like_chunks(draw: st.DrawFn) -> list[str]:
+    """Chunks of one block each, mostly the `id`/`data` shape of MCP events, with near misses
+    (a NUL in an id, no colon, no space, two spaces, other fields), sometimes a torn one."""
+    chunks = []
+    for _ in range(draw(st.integers(1, 6))):
+        lines = draw(st.lists(_mcp_like_line, min_size=0, max_size=3))
+        chunk = "".join(line + "\n" for line in lines) + "\n"
+        if draw(st.integers(0, 5)) == 0:
+            chunk = chunk[: draw(st.integers(0, len(chunk)))]  # a torn block: state pending
+        chunks.append(chunk)
+    return chunks
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(_mcp_like_chunks())
+def test_feed_text_of_mcp_like_blocks_gives_what_feed_gives(chunks: list[str]) -> None:
+    fast, slow = SseDecoder(), SseDecoder()
+    for chunk in chunks:
+        assert fast.feed_text(chunk) == slow.feed(chunk.encode("utf-8", "surrogatepass"))
+        assert fast.last_event_id == slow.last_event_id
+    assert (fast.tail, fast.flush()) == (slow.tail, slow.flush())
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["id: 1\ndata: x\n\n", "data: y\n\n", "id: 2\n\n", "id:\ndata:\n\n"],
+        ["id:  1\ndata:  x\n\n", "id:a:b\ndata:{}\n\n"],
+        ["id: a\x00b\ndata: x\n\n", "data: y\n\n"],  # a NUL: the id is ignored, warned
+        [": hi\n", "id: 1\ndata: x\n\n"],  # a comment left the block open
+        ["retry: 5\n", "id: 1\ndata: x\n\n"],
+        ["event: e\n", "id: 1\ndata: x\n\n"],
+        ["x: y\n", "id: 1\ndata: x\n\n"],  # an unknown field's warning is pending
+        ["id: 1\n", "\n", "data: x\n\n"],
+    ],
+)
+def test_feed_text_simple_block_cases(chunks: list[str]) -> None:
+    fast, slow = SseDecoder(), SseDecoder()
+    for chunk in chunks:
+        assert fast.feed_text(chunk) == slow.feed(chunk.encode("utf-8"))
+        assert fast.last_event_id == slow.last_event_id
+
+
 def test_feed_text_after_flush_is_an_error() -> None:
     decoder = SseDecoder()
     decoder.flush()

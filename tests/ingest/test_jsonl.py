@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import orjson
 import polars as pl
+import pydantic_core
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
+from analyzer.ingest import jsonl
 from analyzer.ingest.common import InputReport, UnreadableInput, UnsupportedSchema
 from analyzer.ingest.jsonl import read_capture
 from tests.support.records import Capture, event, req, res, sse
@@ -255,3 +263,130 @@ def test_a_failing_worker_raises_in_the_parent_through_the_progress_loop(tmp_pat
     seen: list[int] = []
     with pytest.raises(FileNotFoundError):
         jsonl._run(tasks, tmp_path, seen.append)
+
+
+# --- the fast lane for chunk lines takes exactly what the full path takes -------------------
+
+_odd_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.sampled_from([2**63, 2**64, -(2**63) - 1, 10**30, -1])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=2) | st.dictionaries(st.text(max_size=3), children, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+@st.composite
+def _chunk_lines(draw: st.DrawFn) -> bytes:
+    """Chunk lines as the recorder writes them, with some fields made odd: big ints, floats,
+    nesting, missing or extra members, and sometimes a damaged text or byte."""
+    record: dict[str, Any] = {
+        "kind": "chunk",
+        "ts_ns": draw(st.integers(0, 2**63 - 1)),
+        "mono_ns": draw(st.integers(0, 2**63 - 1)),
+        "flow": draw(st.text(max_size=6)),
+        "n": draw(st.integers(-2, 5)),
+        "content_encoding": None,
+        "data": draw(
+            st.fixed_dictionaries({"text": st.text(max_size=12)})
+            | st.fixed_dictionaries({"b64": st.sampled_from(["", "aGk=", "!!"])})
+        ),
+        "seq": draw(st.integers(-1, 2**63 - 1)),
+    }
+    for _ in range(draw(st.integers(0, 2))):
+        key = draw(st.sampled_from([*record, "decompress_capped", "extra"]))
+        if draw(st.booleans()):
+            record[key] = draw(_odd_values)
+        elif draw(st.booleans()):
+            record.pop(key, None)
+        elif isinstance(record.get("data"), dict):
+            record["data"][draw(st.sampled_from(["text", "b64", "truncated_bytes"]))] = draw(
+                _odd_values
+            )
+    text = json.dumps(record, ensure_ascii=draw(st.booleans()))
+    damage = draw(st.sampled_from(["", "", "", "deep", "surrogate", "nan", "byte"]))
+    if damage == "deep":
+        text = text[:-1] + ', "x": ' + "[" * 300 + "]" * 300 + "}"
+    elif damage == "surrogate":
+        text = text[:-1] + ', "x": "\\ud800"}'
+    elif damage == "nan":
+        text = text[:-1] + ', "x": NaN}'
+    line = text.encode("utf-8")
+    if damage == "byte" and line:
+        at = draw(st.integers(0, len(line) - 1))
+        line = line[:at] + bytes([draw(st.integers(0, 255))]) + line[at + 1 :]
+    return line
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_chunk_lines())
+def test_fast_lane_takes_a_line_only_as_the_full_path_reads_it(line: bytes) -> None:
+    try:
+        fast = orjson.loads(line)
+    except ValueError:
+        return
+    if not (type(fast) is dict and fast.get("kind") == "chunk" and jsonl._plain_chunk(fast)):
+        return
+    counts: Counter[str] = Counter()
+    full = jsonl._parse(line, False, counts, pydantic_core.from_json)
+    assert not counts
+    assert repr(full) == repr(fast)  # repr: an int made a float would compare equal
+
+
+def _odd_capture() -> bytes:
+    """A capture whose chunk lines take the fast lane, or not, for every reason there is."""
+    c = Capture().open()
+    f = c.request(headers={"mcp-session-id": "S"})
+    c.response(f, sse=True)
+    for n in range(4):
+        c.chunk(f, sse(event(req("notifications/progress", progress=n), id=str(n))), n=n)
+    c.chunk(f, sse(event(req("notifications/progress", progress=9), id="9")), n=2)  # duplicate
+    c.chunk(f, sse(event(res(2, content=[]), id="7")), n=6)  # a gap
+    c.close()
+    c.records[-2]["decompress_capped"] = True
+    lines = [json.dumps(r).encode() for r in c.records]
+    odd = []
+    for i, line in enumerate(lines):
+        odd.append(line)
+        if b'"kind": "chunk"' in line:
+            record = json.loads(line)
+            variant = i % 5
+            if variant == 0:
+                record["mono_ns"] = 2**64 + i  # a big int: orjson would read a float
+            elif variant == 1:
+                record["seq"] = float(record["seq"])  # no int: invalid either way
+            elif variant == 2:
+                record["extra"] = [[{"deep": 1}]]
+            elif variant == 3:
+                record["decompress_capped"] = 1.5
+            else:
+                record["data"]["truncated_bytes"] = 2**70
+            odd.append(json.dumps(record).encode())  # the same chunk again: counted duplicate
+    # Not base64: the normalizer raises, the reader counts an invalid record.
+    odd.insert(-1, b'{"kind":"chunk","flow":"zz","n":0,"seq":99,"ts_ns":1,"data":{"b64":"a"}}')
+    return b"\n".join(odd) + b"\n"
+
+
+def test_fast_lane_reads_what_the_full_path_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _odd_capture()
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "full").mkdir()
+    fast_report, fast_out = _read(tmp_path / "fast", data)
+    monkeypatch.setattr(jsonl, "_plain_chunk", lambda record: False)
+    full_report, full_out = _read(tmp_path / "full", data)
+    assert fast_report.counts == full_report.counts
+    assert fast_report.records == full_report.records
+    # Invalid: a float seq, no base64. Duplicates: the n=2 resend, and each chunk line copied
+    # (6) but the one with a float seq.
+    assert (fast_report.counts["invalid_record"], fast_report.counts["duplicate_record"]) == (2, 6)
+    for table in ("flows", "events", "messages", "payloads"):
+        fast_frame = pl.read_parquet(sorted(fast_out.glob(f"{table}-*.parquet")))
+        full_frame = pl.read_parquet(sorted(full_out.glob(f"{table}-*.parquet")))
+        assert_frame_equal(fast_frame, full_frame)

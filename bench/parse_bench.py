@@ -1,0 +1,69 @@
+"""Benchmark: the CPU cost of a first parse, per record, in one worker (no pool, no cache).
+
+    .venv/bin/python bench/parse_bench.py CAPTURE [--repeat 3] [--profile]
+
+CAPTURE is a capture file or directory (e.g. one file of `bench/synth_capture.py` output). The
+reader runs in this process as one worker would (`parts=1`), writing its Parquet parts to a
+temporary folder, and the figure is process CPU time per record: on a shared machine it moves
+far less than wall time. `--repeat` keeps the best run; `--profile` prints a cProfile instead
+(its figures are inflated by the profiler itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from analyzer.ingest import jsonl
+from analyzer.normalize import DEFAULT_BATCH_EVENTS
+
+
+def _task(path: Path, out_dir: str) -> jsonl._Task:
+    files = jsonl._plan(jsonl.capture_files(path), Counter())
+    return jsonl._Task(
+        files=tuple(files),
+        part=0,
+        parts=1,
+        out_dir=out_dir,
+        prefix="b",
+        replica_header=None,
+        client_header=None,
+        batch_events=DEFAULT_BATCH_EVENTS,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("capture", type=Path)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    best: tuple[float, float, int] | None = None
+    for _ in range(max(1, args.repeat)):
+        with tempfile.TemporaryDirectory() as out_dir:
+            task = _task(args.capture, out_dir)
+            if args.profile:
+                profile = cProfile.Profile()
+                result = profile.runcall(jsonl._scan, task)
+                pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+                return
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = jsonl._scan(task)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if best is None or cpu < best[1]:
+            best = (wall, cpu, result.records)
+    assert best is not None
+    wall, cpu, records = best
+    print(
+        f"{records:,} records  wall {wall:.2f} s  cpu {cpu:.2f} s  "
+        f"{cpu / records * 1e6:.2f} µs/record (cpu)  {records / cpu:,.0f} records/s (cpu)"
+    )
+
+
+if __name__ == "__main__":
+    main()
