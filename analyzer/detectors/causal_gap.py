@@ -61,14 +61,30 @@ def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     # "Delivered again" for a resume is: some event of the stream with the same id (or payload)
     # on its incarnation or a later one, or at or after its request. Both thresholds are
     # monotone, so the latest incarnation and time per (stream, id) and (stream, payload) say
-    # it: no join of every resume with every event of its stream is kept.
-    latest = [pl.col("incarnation").max(), pl.col("ts").max()]
-    by_id = events.group_by("stream_id", "event_id").agg(latest)
-    by_payload = events.group_by("stream_id", "payload_hash").agg(latest)
+    # it: no join of every resume with every event of its stream is kept. Only the ids and
+    # payloads of the events after some cursor are looked up: those are aggregated, not all.
     has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
     candidates = events.filter(has_id).select(
         "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
     )
+    after = (
+        resumes.join(candidates, on="stream_id")
+        .filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")))
+        # Few rows (events between a cursor and its resume), read three times; their strings
+        # copied out of the scanned pages, which they would otherwise keep whole in memory.
+        .with_columns(pl.col("event_id") + "", pl.col("payload_hash") + "")
+        .cache()
+    )
+
+    def latest(key: str) -> pl.LazyFrame:
+        wanted = after.select("stream_id", key).unique()
+        return (
+            events.join(wanted, on=["stream_id", key], how="semi")
+            .group_by("stream_id", key)
+            .agg(pl.col("incarnation").max(), pl.col("ts").max())
+        )
+
+    by_id, by_payload = latest("event_id"), latest("payload_hash")
 
     def again(suffix: str) -> pl.Expr:
         return (
@@ -77,9 +93,7 @@ def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
         ).fill_null(False)
 
     lost = (
-        resumes.join(candidates, on="stream_id")
-        .filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")))
-        .join(by_id, on=["stream_id", "event_id"], how="left", suffix="_id")
+        after.join(by_id, on=["stream_id", "event_id"], how="left", suffix="_id")
         .join(by_payload, on=["stream_id", "payload_hash"], how="left", suffix="_p")
         .filter(~again("_id") & ~again("_p"))
         .group_by("stream_id", "r_flow", "cursor", "cursor_flow_id", "r_replica", "r_ts")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -83,7 +84,9 @@ def analyze_command(args: argparse.Namespace) -> int:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
 
-    with _progress() as progress:
+    # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
+    # 10M events); the folder lives as long as the analysis.
+    with _progress() as progress, tempfile.TemporaryDirectory(prefix="seamwatch-") as spill:
         progress.step("reading inputs")
         timeline = load_timeline(
             paths,
@@ -91,6 +94,7 @@ def analyze_command(args: argparse.Namespace) -> int:
             client_header=args.client_header,
             use_cache=not args.no_cache,
             on_progress=progress.read,
+            spill_dir=Path(spill),
         )
         chosen = select_detectors(only=only, disable=disable)
         total = len(chosen)
@@ -117,6 +121,7 @@ def load_timeline(
     client_header: str | None,
     use_cache: bool,
     on_progress: Callable[[str, int, int], None] | None = None,
+    spill_dir: Path | None = None,
 ) -> Timeline:
     """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
     # The one place that knows the ingest and timeline entry points.
@@ -130,6 +135,7 @@ def load_timeline(
             client_header=client_header,
             cache=use_cache,
             on_progress=on_progress,
+            spill_dir=spill_dir,
         )
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(_one_line(e)) from None

@@ -5,8 +5,10 @@ Every stage is a `LazyFrame -> LazyFrame` function (`keys`, `streams`, `exchange
 tables; it collects once, at this edge, the flow-level spine every frame shares (session keys,
 cursor resolution, the flow → stream map) and the small frames (streams, incarnations,
 resumptions, tool_calls, sessions), so detectors that each collect a frame do not redo them.
-`exchanges` (wide), `sse_events` and `messages` stay lazy scans of the Parquet tables joined to
-that spine: a detector reads only the columns and rows it asks for.
+The small frames are collected one at a time, and a large one is kept in a temporary Parquet
+file rather than in memory (`_Spill`). `exchanges` (wide), `sse_events` and `messages` stay lazy
+scans of the Parquet tables joined to the flows' keys and placement (collected once): a
+detector reads only the columns and rows it asks for.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import polars as pl
 from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
-from analyzer.timeline.exchanges import exchanges, messages, sse_events
+from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
@@ -70,6 +72,32 @@ _SPINE = [
 # flow-level spine (a fraction of the rows: its lower per-operator cost wins there).
 _BIG: Final = "streaming"
 _SMALL: Final = "in-memory"
+
+
+_SPILL_ROWS: Final = 50_000
+
+
+class _Spill:
+    """Where `build_timeline` keeps the frames it collected.
+
+    Given a folder (`spill_dir`), a frame of `_SPILL_ROWS` rows or more goes to a Parquet file
+    there and is scanned back: detectors read each such frame a few times, which costs less than
+    holding every frame of a large capture in memory while they run (at 10M events the
+    flow-level frames are a few hundred MB). Smaller frames, and every frame without a folder,
+    stay in memory. The caller owns the folder: a plan read from the Timeline's frames needs it
+    until that plan is collected for the last time.
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        self._dir = folder
+
+    def keep(self, name: str, plan: pl.LazyFrame) -> pl.LazyFrame:
+        frame = plan.collect(engine=_SMALL)
+        if self._dir is None or frame.height < _SPILL_ROWS:
+            return frame.lazy()
+        path = self._dir / f"{name}.parquet"
+        frame.write_parquet(path, compression="lz4", statistics=False)
+        return pl.scan_parquet(path)
 
 
 @dataclass(frozen=True)
@@ -174,41 +202,89 @@ def payloads_of(
 
 
 def build_timeline(
-    raw: RawTables, inputs: Sequence[InputReport] = (), *, materialize: bool = True
+    raw: RawTables,
+    inputs: Sequence[InputReport] = (),
+    *,
+    materialize: bool = True,
+    spill_dir: Path | None = None,
 ) -> Timeline:
     """Chain the stages over the normalized tables.
 
     With `materialize` (the default) the flow-level spine is collected here once; without,
     every frame is a pure lazy plan (each collect recomputes the spine: fine for tests).
+    `spill_dir`: a folder, kept by the caller while the Timeline is read, where large collected
+    frames wait as Parquet files instead of in memory (`_Spill`).
     """
     keyed = raw.flows.pipe(key_flows)
-    wide = keyed
-    if materialize:
-        # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
-        # and let `exchanges` take the rest from the Parquet scan when it is collected.
-        keyed = keyed.select(_SPINE).collect(engine=_BIG).lazy()
-        wide = raw.flows.join(keyed.select("flow_id", *KEY_COLUMNS), on="flow_id", how="left")
-    if materialize:
-        sent = keyed.select(pl.col("last_event_id").drop_nulls().unique()).collect(engine=_SMALL)
-        issued = issued_cursors(raw.events, keyed, sent.to_series()).collect(engine=_BIG).lazy()
-    else:
-        issued = issued_cursors(raw.events, keyed)
-    resolved = resolve_cursors(keyed, issued)
-    if materialize:
-        resolved = resolved.collect(engine=_SMALL).lazy()
-    placed = stream_map(keyed, resolved)
-    if materialize:
-        placed = placed.collect(engine=_SMALL).lazy()
-    message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
+    if not materialize:
+        return _timeline(raw, inputs, keyed)
+    # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
+    # and let `exchanges` take the rest from the Parquet scan when it is collected.
+    spine = keyed.select(_SPINE).collect(engine=_BIG)
+    keyed = spine.lazy()
+    sent = spine.select(pl.col("last_event_id").drop_nulls().unique())
+    issued = issued_cursors(raw.events, keyed, sent.to_series()).collect(engine=_BIG).lazy()
+    resolved = resolve_cursors(keyed, issued).collect(engine=_SMALL).lazy()
+    placed = stream_map(keyed, resolved).collect(engine=_SMALL).lazy()
+    # What `sse_events` and `messages` join to every record, and `exchanges` to every flow.
+    on_flows = placement(keyed, placed).collect(engine=_SMALL).lazy()
+    message_frame = raw.messages.pipe(
+        messages, keyed=keyed, streams_of_flows=placed, placed=on_flows
+    )
     # The few message rows the flow-level frames read (requests, responses): one scan.
-    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS)
-    if materialize:
-        rpc_messages = rpc_messages.collect(engine=_BIG).lazy()
-    delivered = delivered_responses(placed, keyed, rpc_messages)
-    if materialize:
-        delivered = delivered.collect(engine=_SMALL).lazy()
+    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS).collect(engine=_BIG).lazy()
+    delivered = delivered_responses(placed, keyed, rpc_messages).collect(engine=_SMALL).lazy()
+    # The small frames, collected one at a time (their inputs above are in memory already:
+    # collecting them together would only hold every intermediate at once), `tool_calls`
+    # first so that the message rows can go.
+    spill = _Spill(spill_dir)
+    tool_call_frame = spill.keep(
+        "tool_calls",
+        rpc_messages.pipe(tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools),
+    )
+    del rpc_messages
+    stream_frame = spill.keep("streams", placed.pipe(streams, keyed=keyed, delivered=delivered))
+    incarnation_frame = spill.keep(
+        "incarnations", placed.pipe(incarnations, keyed=keyed, delivered=delivered)
+    )
+    resumption_frame = spill.keep(
+        "resumptions",
+        resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered),
+    )
+    session_frame = spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
+    # Only the key columns of the flows stay: `exchanges` reads the others from the scan.
+    flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
+    del spine, keyed, issued, resolved, placed, delivered
     timeline = Timeline(
-        exchanges=wide.pipe(exchanges, streams_of_flows=placed),
+        exchanges=raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
+            exchanges, streams_of_flows=on_flows
+        ),
+        sse_events=raw.events.pipe(
+            sse_events, keyed=flow_keys, streams_of_flows=on_flows, placed=on_flows
+        ),
+        messages=message_frame,
+        streams=stream_frame,
+        incarnations=incarnation_frame,
+        resumptions=resumption_frame,
+        tool_calls=tool_call_frame,
+        sessions=session_frame,
+        payloads=raw.payloads,
+        inputs=tuple(inputs),
+        payload_rows=raw.payload_rows,
+    )
+    return timeline
+
+
+def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame) -> Timeline:
+    """Every frame as a pure lazy plan over the normalized tables."""
+    issued = issued_cursors(raw.events, keyed)
+    resolved = resolve_cursors(keyed, issued)
+    placed = stream_map(keyed, resolved)
+    message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
+    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS)
+    delivered = delivered_responses(placed, keyed, rpc_messages)
+    return Timeline(
+        exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
         sse_events=raw.events.pipe(sse_events, keyed=keyed, streams_of_flows=placed),
         messages=message_frame,
         streams=placed.pipe(streams, keyed=keyed, delivered=delivered),
@@ -224,20 +300,6 @@ def build_timeline(
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
     )
-    if materialize:
-        # Collected together (shared subplans once); `exchanges` stays a scan (it is wide, and
-        # detectors read a few of its columns).
-        small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions")
-        collected = pl.collect_all([getattr(timeline, name) for name in small], engine=_SMALL)
-        timeline = Timeline(
-            **{
-                **timeline.frames(),
-                **{name: df.lazy() for name, df in zip(small, collected, strict=True)},
-            },
-            inputs=timeline.inputs,
-            payload_rows=timeline.payload_rows,
-        )
-    return timeline
 
 
 def load_timeline(
@@ -248,8 +310,10 @@ def load_timeline(
     cache: bool = True,
     workers: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    spill_dir: Path | None = None,
 ) -> Timeline:
-    """Read the inputs (through the Parquet cache) and build their timeline."""
+    """Read the inputs (through the Parquet cache) and build their timeline (`spill_dir`: see
+    `build_timeline`)."""
     ingested = read_inputs(
         paths,
         replica_header=replica_header,
@@ -258,7 +322,7 @@ def load_timeline(
         workers=workers,
         on_progress=on_progress,
     )
-    return build_timeline(RawTables.from_ingested(ingested), ingested.inputs)
+    return build_timeline(RawTables.from_ingested(ingested), ingested.inputs, spill_dir=spill_dir)
 
 
 def _check_schemas(timeline: Timeline) -> None:

@@ -6,7 +6,7 @@ import polars as pl
 
 from analyzer import schema as S
 
-__all__ = ["exchanges", "messages", "sse_events"]
+__all__ = ["exchanges", "messages", "placement", "sse_events"]
 
 
 def exchanges(keyed: pl.LazyFrame, *, streams_of_flows: pl.LazyFrame) -> pl.LazyFrame:
@@ -27,26 +27,41 @@ def exchanges(keyed: pl.LazyFrame, *, streams_of_flows: pl.LazyFrame) -> pl.Lazy
     )
 
 
-def _placement(keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame) -> pl.LazyFrame:
-    """flow_id -> session_id, stream_id, incarnation, stream base offsets."""
+def placement(keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame) -> pl.LazyFrame:
+    """flow_id -> session_id, stream_id, incarnation, stream base offsets: what `sse_events`
+    and `messages` join to every record (a caller that reads them often collects it once)."""
     return keyed.select("flow_id", "session_id").join(streams_of_flows, on="flow_id", how="left")
 
 
 def sse_events(
-    events: pl.LazyFrame, *, keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame
+    events: pl.LazyFrame,
+    *,
+    keyed: pl.LazyFrame,
+    streams_of_flows: pl.LazyFrame,
+    placed: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """The SSE_EVENTS frame (row order unspecified: sort by ts, seq, ordinal)."""
+    """The SSE_EVENTS frame (row order unspecified: sort by ts, seq, ordinal).
+
+    `placed`: `placement(keyed, streams_of_flows)`, when the caller has it already."""
+    if placed is None:
+        placed = placement(keyed, streams_of_flows)
     return (
-        events.join(_placement(keyed, streams_of_flows), on="flow_id", how="left")
+        events.join(placed, on="flow_id", how="left")
         .with_columns((pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"))
         .select(S.SSE_EVENTS.names())
     )
 
 
 def messages(
-    raw: pl.LazyFrame, *, keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame
+    raw: pl.LazyFrame,
+    *,
+    keyed: pl.LazyFrame,
+    streams_of_flows: pl.LazyFrame,
+    placed: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """The MESSAGES frame (row order unspecified: sort by ts, seq, ordinal, member)."""
-    return raw.join(_placement(keyed, streams_of_flows), on="flow_id", how="left").select(
-        S.MESSAGES.names()
-    )
+    """The MESSAGES frame (row order unspecified: sort by ts, seq, ordinal, member).
+
+    `placed`: as for `sse_events`."""
+    if placed is None:
+        placed = placement(keyed, streams_of_flows)
+    return raw.join(placed, on="flow_id", how="left").select(S.MESSAGES.names())

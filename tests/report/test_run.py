@@ -122,6 +122,7 @@ def load_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
     def load_timeline(paths: list[Path], **options: Any) -> Any:
+        assert options["spill_dir"].is_dir()  # made for this analysis, there while it runs
         calls.append({"paths": paths, **options})
         return fake_timeline(paths[0])
 
@@ -156,6 +157,8 @@ def test_options_reach_the_reader(capture: Path, load_calls: list[dict[str, Any]
     analyze(str(capture), "--replica-header", "X-Served-By", "--client-header", "X-C", "--no-cache")
     (call,) = load_calls
     assert callable(call.pop("on_progress"))
+    spill = call.pop("spill_dir")  # a private folder for large frames, gone with the analysis
+    assert isinstance(spill, Path) and not spill.exists()
     assert call == {
         "paths": [capture],
         "replica_header": "X-Served-By",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import polars as pl
 import pytest
 
@@ -49,3 +51,34 @@ def test_payload_text_by_hash(built: tuple[Timeline, Timeline]) -> None:
     texts = timeline.payload_text(hashes)
     assert set(texts) == set(hashes)
     assert any('"progress"' in text for text in texts.values())
+
+
+def test_spilled_frames_read_back_the_same(
+    built: tuple[Timeline, Timeline], monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    # A large frame waits in a Parquet file of the caller's folder: forced here for every frame.
+    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    _, in_memory = built
+    raw = RawTables.from_frames(normalize_records(traffic.capture_records()))
+    spilled = build_timeline(raw, spill_dir=tmp_path)
+    small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in small)
+    for name in small:
+        frame = spilled.frames()[name]
+        assert "parquet" in frame.explain().lower(), name
+        assert frame.collect().equals(in_memory.frames()[name].collect()), name
+
+
+def test_without_a_spill_folder_every_frame_stays_in_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    timeline = build_timeline(RawTables.from_frames(normalize_records(traffic.capture_records())))
+    # A frame from an expression that drops the Timeline at once is still readable.
+    assert (
+        build_timeline(RawTables.from_frames(normalize_records(traffic.capture_records())))
+        .streams.collect()
+        .height
+    )
+    for name in ("streams", "incarnations", "resumptions", "tool_calls", "sessions"):
+        assert "parquet" not in timeline.frames()[name].explain().lower(), name
