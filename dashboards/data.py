@@ -13,9 +13,10 @@ analyzer's (`load_timeline`, `run_detectors`): here it is only selected and resh
 from __future__ import annotations
 
 import os
+import time
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -291,10 +292,52 @@ def live_overview(path: str, key: str, _timeline: Timeline) -> Overview:
     return _overview_of(_timeline)
 
 
-@st.cache_data(max_entries=4, show_spinner="Running the detectors…")
-def live_findings(path: str, key: str, _timeline: Timeline) -> pl.DataFrame:
-    """`findings` of the Live page's timeline."""
-    return detectors.run_detectors(_timeline, detectors=detectors.DETECTORS)
+# A refresh reads the new bytes in milliseconds; the detectors take seconds on a large capture
+# (~7 s at 200k events). While the capture grows they run at most this often, or three times as
+# long as their last run took, whichever is longer; the page says how old its findings are.
+LIVE_DETECT_EVERY_S = 10.0
+LIVE_DETECT_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class LiveFindings:
+    """The Live page's findings: of the state shown (`current`) or of an earlier one."""
+
+    findings: pl.DataFrame
+    key: str  # the state they were found in
+    records: int  # records read by then
+    at: datetime  # when the run ended (UTC)
+    seconds: float  # how long it took
+    ended: float  # time.monotonic() at its end
+    current: bool
+
+    def wait_s(self) -> float:
+        """How long after this run the next may start while the capture keeps changing."""
+        return max(LIVE_DETECT_EVERY_S, LIVE_DETECT_FACTOR * self.seconds)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _live_runs(path: str) -> dict[str, LiveFindings]:
+    """The last detector run of each watched path, kept across reruns (key "last")."""
+    return {}
+
+
+def live_findings(path: str, key: str, timeline: Timeline, records: int) -> LiveFindings:
+    """`findings` of the Live page: run again when the state changed, at most every `wait_s`."""
+    runs = _live_runs(path)
+    last = runs.get("last")
+    if last is not None:
+        if last.key == key:
+            return replace(last, current=True)
+        if time.monotonic() - last.ended < last.wait_s():
+            return replace(last, current=False)
+    with st.spinner("Running the detectors…"):
+        start = time.monotonic()
+        found = detectors.run_detectors(timeline, detectors=detectors.DETECTORS)
+        ended = time.monotonic()
+    run = LiveFindings(found, key, records, datetime.now(UTC), ended - start, ended, True)
+    runs["last"] = run
+    return run
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

@@ -6,7 +6,9 @@ previous one (the proxy appends to its `*.jsonl.partial` file and renames it on 
 renamed file keeps its offset); a torn last line waits for its line end; when nothing changed,
 nothing is read and the timeline, numbers and findings are the ones already computed. Streams
 still open show their events so far. Another kind of input (a dump, a HAR file) is read whole
-when its size or mtime changes.
+when its size or mtime changes. The detectors take seconds on a large capture: while it grows
+they run at most every `data.LIVE_DETECT_EVERY_S` (or three times their last run's duration),
+and until they run again the page says which earlier state its findings are of.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def live() -> None:
         }
     )
     summary = data.live_overview(path, state.key, state.timeline)
-    found = data.live_findings(path, state.key, state.timeline)
+    detected = data.live_findings(path, state.key, state.timeline, summary.records)
+    found = detected.findings
     recent = data.live_recent_exchanges(path, state.key, state.timeline)
     writing = int(files["state"].eq("being written").sum())
     metrics = st.columns(6)
@@ -93,6 +96,13 @@ def live() -> None:
     st.subheader("Latest exchanges")
     views.table(recent, key="l_recent")
     st.subheader("Findings")
+    if not detected.current:
+        st.text(
+            f"Findings as of {detected.at:%H:%M:%S} UTC, "
+            f"{summary.records - detected.records:,} records ago: the detectors took "
+            f"{detected.seconds:.1f} s, so while the capture grows they run at most every "
+            f"{detected.wait_s():.0f} s."
+        )
     views.table(
         found.select(
             pl.col("severity").cast(pl.String), "detector", "session", "first_ts", "title"

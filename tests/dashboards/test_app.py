@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from analyzer.detectors import DETECTORS, run_detectors
 from analyzer.timeline import load_timeline
+from dashboards import data
 from tests.dashboards.conftest import make_app
 from tests.support.records import Capture, event, req, res, sse
 
@@ -248,6 +249,50 @@ def test_live_reads_new_records_without_restart(
     assert metrics(at)["Records read"] == str(len(c.records))
     assert "no new bytes" in texts(at)
     assert list(at.dataframe[0].value["state"]) == ["closed"]
+
+
+def test_live_runs_the_detectors_at_most_every_few_seconds_while_the_capture_grows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """New records are read at every refresh; the detectors wait for their interval, and the
+    page says how old the findings it shows are until they run again."""
+    capture = tmp_path / "live"
+    capture.mkdir()
+    partial = capture / "capture-live-0000.jsonl.partial"
+    c = Capture("live-run").open()
+    call = c.request(body=req("tools/call", 1, name="t", arguments={}), headers={"X": "1"})
+    c.response(call, sse=True)
+    c.chunk(call, sse(event({"n": 1}, id="a1")), n=0)
+    c.write(partial)
+    monkeypatch.setattr(data, "LIVE_DETECT_EVERY_S", 3600.0)
+    at = make_app(monkeypatch, capture)
+    at.run()
+    at.switch_page(LIVE_PAGE).run()
+    no_exception(at)
+    first = metrics(at)["Findings"]  # of the open stream so far (e.g. no response yet)
+    assert "duplicate-event-id" not in list(at.dataframe[2].value["detector"])
+    assert "Findings as of" not in texts(at)
+
+    # The stream sends another payload under the same id: a duplicate-event-id finding, once
+    # the detectors run again.
+    c.chunk(call, sse(event({"n": 2}, id="a1")), n=1)
+    c.write(partial)
+    assert (
+        not analyzer_findings(capture).filter(pl.col("detector") == "duplicate-event-id").is_empty()
+    )
+    at.button(key="l_refresh").click().run()
+    no_exception(at)
+    assert metrics(at)["Records read"] == str(len(c.records))  # the new record is read...
+    assert metrics(at)["Findings"] == first  # ...the findings are those of the first run
+    assert "duplicate-event-id" not in list(at.dataframe[2].value["detector"])
+    assert "Findings as of" in texts(at) and "1 records ago" in texts(at)
+
+    monkeypatch.setattr(data, "LIVE_DETECT_EVERY_S", 0.0)
+    monkeypatch.setattr(data, "LIVE_DETECT_FACTOR", 0.0)
+    at.button(key="l_refresh").click().run()
+    no_exception(at)
+    assert "duplicate-event-id" in list(at.dataframe[2].value["detector"])
+    assert "Findings as of" not in texts(at)
 
 
 def test_live_waits_for_capture_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
