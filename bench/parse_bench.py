@@ -5,8 +5,8 @@
 CAPTURE is a capture file or directory (e.g. one file of `bench/synth_capture.py` output). The
 reader runs in this process as one worker would (`parts=1`), writing its Parquet parts to a
 temporary folder, and the figure is process CPU time per record: on a shared machine it moves
-far less than wall time. `--repeat` keeps the best run; `--profile` prints a cProfile instead
-(its figures are inflated by the profiler itself).
+far less than wall time. `--repeat N` runs N times and prints the median run and the spread;
+`--profile` prints a cProfile instead (its figures are inflated by the profiler itself).
 """
 
 from __future__ import annotations
@@ -43,25 +43,29 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    best: tuple[float, float, int] | None = None
+    runs: list[tuple[float, float, int]] = []  # (cpu, wall, records)
     for _ in range(max(1, args.repeat)):
         with tempfile.TemporaryDirectory() as out_dir:
             task = _task(args.capture, out_dir)
             if args.profile:
                 profile = cProfile.Profile()
-                result = profile.runcall(jsonl._scan, task)
+                profile.runcall(jsonl._scan, task)
                 pstats.Stats(profile).sort_stats("tottime").print_stats(30)
                 return
             wall, cpu = time.perf_counter(), time.process_time()
             result = jsonl._scan(task)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if best is None or cpu < best[1]:
-            best = (wall, cpu, result.records)
-    assert best is not None
-    wall, cpu, records = best
+        runs.append((cpu, wall, result.records))
+    runs.sort()
+    cpu, wall, records = runs[len(runs) // 2]
+    spread = (
+        f"  (cpu {runs[0][0]:.2f}-{runs[-1][0]:.2f} s over {len(runs)} runs)"
+        if len(runs) > 1
+        else ""
+    )
     print(
         f"{records:,} records  wall {wall:.2f} s  cpu {cpu:.2f} s  "
-        f"{cpu / records * 1e6:.2f} µs/record (cpu)  {records / cpu:,.0f} records/s (cpu)"
+        f"{cpu / records * 1e6:.2f} µs/record (cpu)  {records / cpu:,.0f} records/s (cpu){spread}"
     )
 
 
