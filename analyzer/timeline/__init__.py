@@ -228,9 +228,7 @@ def build_timeline(
     placed = stream_map(keyed, resolved).collect(engine=_SMALL).lazy()
     # What `sse_events` and `messages` join to every record, and `exchanges` to every flow.
     on_flows = placement(keyed, placed).collect(engine=_SMALL).lazy()
-    message_frame = raw.messages.pipe(
-        messages, keyed=keyed, streams_of_flows=placed, placed=on_flows
-    )
+    message_frame = raw.messages.pipe(messages, placed=on_flows)
     # The few message rows the flow-level frames read (requests, responses): one scan.
     rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS).collect(engine=_BIG).lazy()
     delivered = delivered_responses(placed, keyed, rpc_messages).collect(engine=_SMALL).lazy()
@@ -255,13 +253,11 @@ def build_timeline(
     # Only the key columns of the flows stay: `exchanges` reads the others from the scan.
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
     del spine, keyed, issued, resolved, placed, delivered
-    timeline = Timeline(
+    return Timeline(
         exchanges=raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
             exchanges, streams_of_flows=on_flows
         ),
-        sse_events=raw.events.pipe(
-            sse_events, keyed=flow_keys, streams_of_flows=on_flows, placed=on_flows
-        ),
+        sse_events=raw.events.pipe(sse_events, placed=on_flows),
         messages=message_frame,
         streams=stream_frame,
         incarnations=incarnation_frame,
@@ -272,7 +268,6 @@ def build_timeline(
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
     )
-    return timeline
 
 
 def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame) -> Timeline:
@@ -280,12 +275,13 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     issued = issued_cursors(raw.events, keyed)
     resolved = resolve_cursors(keyed, issued)
     placed = stream_map(keyed, resolved)
-    message_frame = raw.messages.pipe(messages, keyed=keyed, streams_of_flows=placed)
+    on_flows = placement(keyed, placed)
+    message_frame = raw.messages.pipe(messages, placed=on_flows)
     rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS)
     delivered = delivered_responses(placed, keyed, rpc_messages)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
-        sse_events=raw.events.pipe(sse_events, keyed=keyed, streams_of_flows=placed),
+        sse_events=raw.events.pipe(sse_events, placed=on_flows),
         messages=message_frame,
         streams=placed.pipe(streams, keyed=keyed, delivered=delivered),
         incarnations=placed.pipe(incarnations, keyed=keyed, delivered=delivered),

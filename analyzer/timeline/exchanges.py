@@ -33,18 +33,9 @@ def placement(keyed: pl.LazyFrame, streams_of_flows: pl.LazyFrame) -> pl.LazyFra
     return keyed.select("flow_id", "session_id").join(streams_of_flows, on="flow_id", how="left")
 
 
-def sse_events(
-    events: pl.LazyFrame,
-    *,
-    keyed: pl.LazyFrame,
-    streams_of_flows: pl.LazyFrame,
-    placed: pl.LazyFrame | None = None,
-) -> pl.LazyFrame:
-    """The SSE_EVENTS frame (row order unspecified: sort by ts, seq, ordinal).
-
-    `placed`: `placement(keyed, streams_of_flows)`, when the caller has it already."""
-    if placed is None:
-        placed = placement(keyed, streams_of_flows)
+def sse_events(events: pl.LazyFrame, *, placed: pl.LazyFrame) -> pl.LazyFrame:
+    """The SSE_EVENTS frame (row order unspecified: sort by ts, seq, ordinal); `placed` is
+    `placement(keyed, streams_of_flows)`."""
     return (
         events.join(placed, on="flow_id", how="left")
         .with_columns((pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"))
@@ -52,16 +43,7 @@ def sse_events(
     )
 
 
-def messages(
-    raw: pl.LazyFrame,
-    *,
-    keyed: pl.LazyFrame,
-    streams_of_flows: pl.LazyFrame,
-    placed: pl.LazyFrame | None = None,
-) -> pl.LazyFrame:
-    """The MESSAGES frame (row order unspecified: sort by ts, seq, ordinal, member).
-
-    `placed`: as for `sse_events`."""
-    if placed is None:
-        placed = placement(keyed, streams_of_flows)
+def messages(raw: pl.LazyFrame, *, placed: pl.LazyFrame) -> pl.LazyFrame:
+    """The MESSAGES frame (row order unspecified: sort by ts, seq, ordinal, member); `placed` is
+    `placement(keyed, streams_of_flows)`."""
     return raw.join(placed, on="flow_id", how="left").select(S.MESSAGES.names())
