@@ -281,19 +281,7 @@ def _plain_chunk(record: dict[str, Any]) -> bool:
             for inner in value.values():
                 if type(inner) not in plain:
                     return False
-    try:
-        seq = record["seq"]
-        data = record["data"]
-        if type(seq) is not int or seq < 0 or type(data) is not dict:
-            return False
-        if type(record["ts_ns"]) is not int or type(record["n"]) is not int:
-            return False
-        if type(record["flow"]) is not str:
-            return False
-    except KeyError:
-        return False
-    text = data.get("text")
-    return type(text) is str if text is not None else type(data.get("b64")) is str
+    return _check(record) is None
 
 
 # Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
