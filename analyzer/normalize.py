@@ -756,12 +756,10 @@ class Normalizer:
     def _take_chunk(
         self, flow_id: str, n: int, data: Mapping[str, Any], ts: int, seq: int, capped: object
     ) -> None:
-        flow = self._flows.get(flow_id)  # `_flow`, inlined: this runs once per chunk
+        flow = self._flow(flow_id)
         if flow is None:
-            if flow_id in self._ended:
-                self.counts["duplicate_record" if n < self._ended[flow_id] else "late_record"] += 1
-                return
-            flow = self._flows[flow_id] = _Flow(flow_id, self.run_id)
+            self.counts["duplicate_record" if n < self._ended[flow_id] else "late_record"] += 1
+            return
         if n < flow.next_n:
             self.counts["duplicate_record"] += 1
             return

@@ -97,11 +97,6 @@ class StreamTap:
         recorded in one pass, without a dict per record, the redaction precheck run once on
         the run joined; the rest, e.g. an event split across two reads, go through `feed`.
         """
-        if self._all_whole(raws):  # the common case: the whole batch in one pass
-            if not self._record_plain(raws, monos, wall_offset):
-                for raw, mono in zip(raws, monos, strict=True):
-                    self.feed(raw, (mono + wall_offset, mono))
-            return
         i, count = 0, len(raws)
         while i < count:
             j = self._whole_run(raws, i)
@@ -112,17 +107,6 @@ class StreamTap:
                 self.feed(raws[k], (monos[k] + wall_offset, monos[k]))
             i = max(j, i + 1)
 
-    def _all_whole(self, raws: list[bytes]) -> bool:
-        """True when `_whole_run(raws, 0)` would take them all (one C-level pass, no loop)."""
-        decoder = self.decoder
-        if decoder.encoding != "identity" or decoder.capped or decoder.failed:
-            return False
-        if self.framer.pending:
-            return False
-        if sum(map(len, raws)) >= decoder.cap - decoder.produced:
-            return False
-        return all(map(bytes.endswith, raws, repeat(_WHOLE_EVENTS)))
-
     def _whole_run(self, raws: list[bytes], i: int) -> int:
         """The end of the run from `i` of chunks that `feed` would record whole, as they came."""
         decoder = self.decoder
@@ -130,7 +114,12 @@ class StreamTap:
             return i
         if self.framer.pending:
             return i
-        j, size, room = i, 0, decoder.cap - decoder.produced
+        room = decoder.cap - decoder.produced
+        rest = raws[i:] if i else raws
+        # The usual batch: every chunk whole, all within the cap (C-level passes, no loop).
+        if all(map(bytes.endswith, rest, repeat(_WHOLE_EVENTS))) and sum(map(len, rest)) < room:
+            return len(raws)
+        j, size = i, 0
         while j < len(raws) and raws[j].endswith(_WHOLE_EVENTS):
             size += len(raws[j])
             if size >= room:
