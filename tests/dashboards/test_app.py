@@ -192,10 +192,9 @@ def test_session_timeline_time_spacing(monkeypatch: pytest.MonkeyPatch, lab_capt
     assert spec["layer"][0]["encoding"]["x"]["field"] == "t_ms"
 
 
-def test_live_reads_new_records_without_restart(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Records appended between two runs of the page show up; only the new bytes are read."""
+def _live_capture(tmp_path: Path) -> tuple[Path, Path, Capture, str]:
+    """A proxy's capture folder with its `.partial` file so far: a tools/call whose SSE stream
+    has sent one event (id a1). Returns the folder, the file, the records and the call's flow."""
     capture = tmp_path / "live"
     capture.mkdir()
     partial = capture / "capture-live-0000.jsonl.partial"
@@ -204,6 +203,14 @@ def test_live_reads_new_records_without_restart(
     c.response(call, sse=True)
     c.chunk(call, sse(event({"n": 1}, id="a1")), n=0)
     c.write(partial)
+    return capture, partial, c, call
+
+
+def test_live_reads_new_records_without_restart(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Records appended between two runs of the page show up; only the new bytes are read."""
+    capture, partial, c, call = _live_capture(tmp_path)
     at = make_app(monkeypatch, capture)
     at.run()
     at.switch_page(LIVE_PAGE).run()
@@ -256,14 +263,7 @@ def test_live_runs_the_detectors_at_most_every_few_seconds_while_the_capture_gro
 ) -> None:
     """New records are read at every refresh; the detectors wait for their interval, and the
     page says how old the findings it shows are until they run again."""
-    capture = tmp_path / "live"
-    capture.mkdir()
-    partial = capture / "capture-live-0000.jsonl.partial"
-    c = Capture("live-run").open()
-    call = c.request(body=req("tools/call", 1, name="t", arguments={}), headers={"X": "1"})
-    c.response(call, sse=True)
-    c.chunk(call, sse(event({"n": 1}, id="a1")), n=0)
-    c.write(partial)
+    capture, partial, c, call = _live_capture(tmp_path)
     monkeypatch.setattr(data, "LIVE_DETECT_EVERY_S", 3600.0)
     at = make_app(monkeypatch, capture)
     at.run()
