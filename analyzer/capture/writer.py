@@ -177,19 +177,12 @@ class CaptureWriter:
 
     def submit(self, record: dict[str, object]) -> None:
         """Queue a record (kind, ts_ns, mono_ns and its fields; no seq); never blocks or raises."""
-        self._seen += 1
+        if not self._admit(1):
+            return
         if self._inline:
-            if self._closing:
-                self._dropped += 1
-                return
-            if self._fd < 0:
-                self._reopen()
             self._add(record)
-            return
-        if self._closing or self._queue.qsize() >= self._queue_max:
-            self._dropped += 1
-            return
-        self._queue.put(record)
+        else:
+            self._queue.put(record)
 
     def submit_encoded(self, members: list[bytes]) -> None:
         """Queue records already serialized, in order; never blocks or raises.
@@ -197,19 +190,23 @@ class CaptureWriter:
         Each is a JSON object as `to_json` writes it, without its opening `{`: the writer puts
         `{"seq":N,` there. The list counts as one item against the queue's bound.
         """
-        self._seen += len(members)
+        if not self._admit(len(members)):
+            return
         if self._inline:
-            if self._closing:
-                self._dropped += len(members)
-                return
-            if self._fd < 0:
-                self._reopen()
             self._add_encoded(members)
-            return
-        if self._closing or self._queue.qsize() >= self._queue_max:
-            self._dropped += len(members)
-            return
-        self._queue.put(_Encoded(members))
+        else:
+            self._queue.put(_Encoded(members))
+
+    def _admit(self, count: int) -> bool:
+        """Count `count` records seen; False, counted as dropped, when they cannot be taken
+        (closing, or the queue full); inline, make sure a file is open to take them."""
+        self._seen += count
+        if self._closing or (not self._inline and self._queue.qsize() >= self._queue_max):
+            self._dropped += count
+            return False
+        if self._inline and self._fd < 0:
+            self._reopen()
+        return True
 
     def count_error(self) -> None:
         """Count a failure of the addon's capture path."""
