@@ -119,7 +119,7 @@ def read_inputs(
 
     `replica_header` names the response header identifying a replica (it overrides what a
     capture recorded); `client_header` the request header naming a client (2026 sessions).
-    `on_progress(path, done, total)` follows the bytes of a capture being parsed (not cached).
+    `on_progress(path, done, total)` follows the bytes of an input being parsed (not cached).
     """
     reports: list[InputReport] = []
     directories: list[Path | None] = []
@@ -143,7 +143,7 @@ def read_inputs(
         entry = find_entry(path, key) if cache else None
         if entry is None:
             progress = None
-            if on_progress is not None and kind == "capture":
+            if on_progress is not None:
                 progress = partial(on_progress, str(path))
             entry = _parse(path, kind, key, replica_header, client_header, cache, workers, progress)
         report = _report_from(entry)
@@ -208,10 +208,18 @@ def _read(
     if kind == "har":
         from analyzer.ingest.har import read_har
 
-        return read_har(path, out_dir, replica_header=replica_header, client_header=client_header)
+        return read_har(
+            path,
+            out_dir,
+            replica_header=replica_header,
+            client_header=client_header,
+            progress=progress,
+        )
     from analyzer.ingest.mitm import read_mitm
 
-    return read_mitm(path, out_dir, replica_header=replica_header, client_header=client_header)
+    return read_mitm(
+        path, out_dir, replica_header=replica_header, client_header=client_header, progress=progress
+    )
 
 
 def _report_from(entry: CacheEntry) -> InputReport:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,11 @@ from analyzer.normalize import NormalizedFrames, Normalizer
 
 __all__ = [
     "DAMAGE",
+    "HalfMeter",
     "IngestError",
     "InputReport",
     "PartWriter",
+    "Progress",
     "RecordMaker",
     "UnreadableInput",
     "UnsupportedSchema",
@@ -26,6 +29,50 @@ __all__ = [
     "normalize_to_parts",
     "paused_gc",
 ]
+
+
+Progress = Callable[[int, int], None]
+"""`progress(done, total)`: how many of an input's bytes are handled so far."""
+
+_PROGRESS_EVERY_S = 0.25
+
+
+class HalfMeter:
+    """Progress of a reader that loads a whole input (a dump, a HAR file), then converts it:
+    loading counts for the first half of the input's bytes, converting for the second (each
+    item by the bytes it took in the input, or its share of them). Calls `progress` at most
+    every 0.25 s, and once at the end."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total = total
+        self._progress = progress
+        self._loaded = 0
+        self._converted = 0
+        self._next = 0.0
+
+    def read(self, loaded: int) -> None:
+        """`loaded` bytes of the input are loaded."""
+        self._loaded = loaded
+        self._tell()
+
+    def handled(self, size: int) -> None:
+        """An item that took `size` bytes of the input is about to be converted."""
+        self._loaded = self.total
+        self._converted += size
+        self._tell()
+
+    def done(self) -> None:
+        if self._progress is not None:
+            self._progress(self.total, self.total)
+
+    def _tell(self) -> None:
+        if self._progress is None:
+            return
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + _PROGRESS_EVERY_S
+            done = (self._loaded + min(self._converted, self.total)) // 2
+            self._progress(min(done, self.total), self.total)
 
 
 class IngestError(Exception):

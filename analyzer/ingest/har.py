@@ -22,7 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from analyzer.ingest.common import (
+    HalfMeter,
     InputReport,
+    Progress,
     RecordMaker,
     UnreadableInput,
     finished_report,
@@ -182,8 +184,11 @@ def _entry_records(
     yield make.make("stream_end", ended, flow=flow, how=how, error=error)
 
 
-def _records(har: dict[str, Any], tag: str, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+def _records(
+    har: dict[str, Any], tag: str, counts: Counter[str], meter: HalfMeter
+) -> Iterator[dict[str, Any]]:
     entries = har["log"]["entries"]
+    share = meter.total // max(1, len(entries))  # what an entry took of the file, about
     make = RecordMaker()
     ordered = []
     for index, entry in enumerate(entries):
@@ -193,12 +198,14 @@ def _records(har: dict[str, Any], tag: str, counts: Counter[str]) -> Iterator[di
             counts["har_bad_entry"] += 1
     ordered.sort(key=lambda item: (item[0], item[1]))
     for _, index, entry in ordered:
+        meter.handled(share)
         try:
             records = list(_entry_records(entry, f"har-{tag}-{index}", make, counts))
         except (KeyError, TypeError, ValueError, AttributeError):
             counts["har_bad_entry"] += 1
             continue
         yield from records
+    meter.done()
 
 
 def read_har(
@@ -207,20 +214,28 @@ def read_har(
     *,
     replica_header: str | None = None,
     client_header: str | None = None,
+    progress: Progress | None = None,
 ) -> InputReport:
-    """Read a HAR file, writing the normalized tables as parts to `out_dir`."""
+    """Read a HAR file, writing the normalized tables as parts to `out_dir`.
+
+    `progress(done, total)`: bytes of the file handled so far (`HalfMeter`: the JSON is
+    loaded whole, then its entries converted)."""
     try:
-        har = json.loads(path.read_bytes())
+        raw = path.read_bytes()
+        meter = HalfMeter(len(raw), progress)
+        har = json.loads(raw)
     except OSError as e:
         raise UnreadableInput(f"{path}: {e.strerror or e}") from e
     except (ValueError, UnicodeDecodeError) as e:
         raise UnreadableInput(f"{path}: not a HAR file ({e})") from e
     if not (isinstance(har, dict) and isinstance(har.get("log", {}).get("entries"), list)):
         raise UnreadableInput(f"{path}: not a HAR file (no log.entries)")
+    del raw
+    meter.read(meter.total)
     tag = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     counts: Counter[str] = Counter()
     records, normalized = normalize_to_parts(
-        _records(har, tag, counts),
+        _records(har, tag, counts, meter),
         out_dir,
         "h",
         replica_header=replica_header,

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.common import (
+    HalfMeter,
     InputReport,
+    Progress,
     RecordMaker,
     UnreadableInput,
     finished_report,
@@ -109,29 +111,38 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
         yield make.make("stream_end", ended, flow=flow_id, how="open_at_shutdown", error=None)
 
 
-def _records(path: Path, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+def _records(
+    path: Path, counts: Counter[str], progress: Progress | None = None
+) -> Iterator[dict[str, Any]]:
     from mitmproxy import http, io
     from mitmproxy.exceptions import FlowReadException
 
     make = RecordMaker()
-    flows = []
+    flows: list[tuple[Any, int]] = []  # (flow, the bytes it took in the dump)
+    meter = HalfMeter(path.stat().st_size, progress)
     with path.open("rb") as fh:
         try:
+            before = 0
             for flow in io.FlowReader(fh).stream():
+                after = fh.tell()
                 if isinstance(flow, http.HTTPFlow):
-                    flows.append(flow)
+                    flows.append((flow, after - before))
+                meter.read(after)
+                before = after
         except FlowReadException as e:
             if not flows:
                 raise UnreadableInput(f"{path}: not a mitmproxy dump ({e})") from e
             counts["mitm_bad_flow"] += 1  # a torn tail: keep what was read
-    flows.sort(key=lambda f: f.request.timestamp_start or 0.0)
-    for flow in flows:
+    flows.sort(key=lambda item: item[0].request.timestamp_start or 0.0)
+    for flow, size in flows:
+        meter.handled(size)
         try:
             records = list(_flow_records(flow, make, counts))
         except (AttributeError, TypeError, ValueError):
             counts["mitm_bad_flow"] += 1
             continue
         yield from records
+    meter.done()
 
 
 def read_mitm(
@@ -140,12 +151,15 @@ def read_mitm(
     *,
     replica_header: str | None = None,
     client_header: str | None = None,
+    progress: Progress | None = None,
 ) -> InputReport:
-    """Read a mitmproxy dump, writing the normalized tables as parts to `out_dir`."""
+    """Read a mitmproxy dump, writing the normalized tables as parts to `out_dir`.
+
+    `progress(done, total)`: bytes of the dump handled so far (`HalfMeter`)."""
     counts: Counter[str] = Counter()
     try:
         records, normalized = normalize_to_parts(
-            _records(path, counts),
+            _records(path, counts, progress),
             out_dir,
             "m",
             replica_header=replica_header,

@@ -91,3 +91,17 @@ def test_not_a_har_file(tmp_path: Path) -> None:
     (tmp_path / "y.har").write_text("{nope")
     with pytest.raises(UnreadableInput, match="not a HAR file"):
         read_har(tmp_path / "y.har", tmp_path)
+
+
+def test_progress_follows_the_file_to_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "x.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": [_entry(0), _entry(1)]}}))
+    calls: list[tuple[int, int]] = []
+    out = tmp_path / "out"
+    out.mkdir()
+    read_har(path, out, progress=lambda done, total: calls.append((done, total)))
+    size = path.stat().st_size
+    # Loaded whole (half the bar), then converted entry by entry, then done.
+    assert calls[0] == (size // 2, size)
+    assert calls[-1] == (size, size)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)

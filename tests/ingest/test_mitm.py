@@ -79,3 +79,22 @@ def test_not_a_dump(tmp_path: Path) -> None:
     (tmp_path / "x.mitm").write_bytes(b"definitely not tnetstring")
     with pytest.raises(UnreadableInput):
         read_mitm(tmp_path / "x.mitm", tmp_path)
+
+
+def test_progress_follows_the_dump_to_its_end(tmp_path: Path) -> None:
+    from mitmproxy import io
+
+    path = tmp_path / "d.mitm"
+    with path.open("wb") as fh:
+        writer = io.FlowWriter(fh)
+        writer.add(_flow())
+    calls: list[tuple[int, int]] = []
+    out = tmp_path / "out"
+    out.mkdir()
+    read_mitm(path, out, progress=lambda done, total: calls.append((done, total)))
+    size = path.stat().st_size
+    # Loading the one flow fills the first half of the bar, converting it the second.
+    assert calls[0] == (size // 2, size)
+    assert calls[-1] == (size, size)
+    assert all(total == size for _, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
