@@ -6,14 +6,22 @@
 The capture is copied to `--work` with its last records held back and its last file renamed to
 `.partial`, as a running proxy leaves it. Then, in this one process:
 
-- first:    the tail's first poll and timeline (everything read, in this process);
+- first:    the tail's first poll, then its timeline (everything read, in this process);
 - idle:     a poll that finds no new bytes (stat only), and the timeline asked again;
 - append:   the held-back records (about `--new` SSE events) appended, then a poll and the
             timeline rebuilt (what one Live refresh costs now);
+- collects: what the Live page then reads: the SSE events counted, the latest exchanges, and
+            one detector (`--detector`, default duplicate-event-id) run on the tail's timeline;
 - reread:   `load_timeline` of the same files, its Parquet cache missing (what a refresh cost
             before: the whole input parsed again, both cores when it is large).
 
-`--detectors` also times `run_detectors` on both timelines.
+Memory: `rss_after_first_mb` and `peak_rss_tail_mb` are the process's peak RSS after the first
+poll and after the collects (the tail's share: nothing else ran yet); `rss_tail_now_mb` is the
+RSS held at that point (Linux); `tail_folder_mb` what the tail keeps on disk instead.
+`peak_rss_mb` is the peak after the reread too. To compare two versions of the reader, run the
+same command with each on the import path, one after the other.
+
+`--detectors` also times every detector (`run_detectors`) on both timelines.
 """
 
 from __future__ import annotations
@@ -50,12 +58,35 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
+def _peak_mb() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def _rss_now_mb() -> int | None:
+    """The resident set size now (Linux), in MB."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024)
+    except OSError:
+        pass
+    return None
+
+
+def _folder_mb(folder: Path | None) -> float | None:
+    if folder is None or not folder.exists():
+        return None
+    return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", type=Path)
     parser.add_argument("--new", type=int, default=1000, help="SSE events appended")
     parser.add_argument("--work", type=Path, required=True, help="scratch copy of the capture")
-    parser.add_argument("--detectors", action="store_true")
+    parser.add_argument("--detector", default="duplicate-event-id", help="run on the tail")
+    parser.add_argument("--detectors", action="store_true", help="time every detector too")
     args = parser.parse_args()
 
     import polars as pl
@@ -70,10 +101,11 @@ def main() -> None:
     tail = CaptureTail(args.work)
     start = time.perf_counter()
     first = tail.poll()
+    out["first_poll_ms"] = _ms(time.perf_counter() - start)
     tail.timeline()
     out["first_ms"] = _ms(time.perf_counter() - start)
     out["first_records"] = first.records
-    out["rss_after_first_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    out["rss_after_first_mb"] = _peak_mb()
 
     idle = []
     for _ in range(20):
@@ -91,14 +123,22 @@ def main() -> None:
     poll_s = time.perf_counter() - start
     timeline = tail.timeline()
     total_s = time.perf_counter() - start
-    events = timeline.sse_events.select(pl.len()).collect().item()
     out["append_bytes"] = polled.bytes_read
     out["append_records"] = polled.records
     out["append_poll_ms"] = _ms(poll_s)
     out["append_poll_and_timeline_ms"] = _ms(total_s)
 
     start = time.perf_counter()
-    full = load_timeline([args.work])
+    events = timeline.sse_events.select(pl.len()).collect().item()
+    timeline.exchanges.sort("ts", "seq", descending=True).head(50).collect()
+    run_detectors(timeline, only=[args.detector])
+    out["collects_ms"] = _ms(time.perf_counter() - start)
+    out["peak_rss_tail_mb"] = _peak_mb()
+    out["rss_tail_now_mb"] = _rss_now_mb()
+    out["tail_folder_mb"] = _folder_mb(getattr(tail, "folder", None))  # None: rows in memory
+
+    start = time.perf_counter()
+    full = load_timeline([args.work], cache=False)
     out["reread_ms"] = _ms(time.perf_counter() - start)
     assert full.sse_events.select(pl.len()).collect().item() == events
     out["events"] = events
@@ -110,7 +150,7 @@ def main() -> None:
         start = time.perf_counter()
         run_detectors(full, detectors=DETECTORS)
         out["detectors_on_reread_ms"] = _ms(time.perf_counter() - start)
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    out["peak_rss_mb"] = _peak_mb()
     print(json.dumps(out, indent=1))
 
 

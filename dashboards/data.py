@@ -239,7 +239,13 @@ def _recent_of(timeline: Timeline, limit: int) -> pl.DataFrame:
 # -- Live ---------------------------------------------------------------------------------------
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+def _release_tail(entry: tuple[CaptureTail, str]) -> None:
+    """An evicted (or cleared) reader lets its private folder go: removed once no Timeline it
+    handed out is still in use (a rerun that holds one keeps reading it)."""
+    entry[0].close()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, on_release=_release_tail)
 def _capture_tail(path: str) -> tuple[CaptureTail, str]:
     """The Live page's reader of a growing capture, kept across reruns, and a token naming it
     (the loaders' cache key: a reader made again after eviction starts its versions over)."""

@@ -4,9 +4,14 @@ A running proxy appends records to its `*.jsonl.partial` file and renames it to 
 rotation and close (DESIGN.md §4). `CaptureTail` keeps, per file, the byte offset up to which
 it has read (a renamed file keeps its inode, so it keeps its offset), feeds the new complete
 lines to one persistent `Normalizer` in capture order (the order `jsonl._plan` gives), with the
-line parsing and damage counting of `analyzer.ingest.jsonl`, and keeps the normalized rows
-drained so far. Its `timeline()` is the timeline of everything read so far; flows still open
-show their events through `Normalizer.snapshot()`.
+line parsing and damage counting of `analyzer.ingest.jsonl`, and writes the normalized rows it
+drains to Parquet parts in a private folder (`_Store`): memory holds the normalizer's state, not
+the rows read. Its `timeline()` is the timeline of everything read so far, scans of those parts;
+flows still open show their events through `Normalizer.snapshot()`.
+
+A Timeline handed out keeps the part files it scans (and its spill folder) until it is garbage
+collected, even after later polls compacted or dropped them, a restart, or `close()`: the folder
+is removed once neither the tail nor any of its Timelines needs it, and at interpreter exit.
 
 The contract: after every poll, `timeline()` equals what `load_timeline` builds from the same
 files (tests/ingest/test_tail.py checks it frame by frame). A torn last line is not read until
@@ -19,15 +24,23 @@ stats the files.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
+import shutil
+import tempfile
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Final
 
+import polars as pl
 import pydantic_core
 
+from analyzer import schema as S
 from analyzer.ingest.common import (
     SKIPPED_KEYS,
     InputReport,
@@ -51,6 +64,19 @@ from analyzer.timeline import RawTables, Timeline, build_timeline
 __all__ = ["CaptureTail", "PollResult"]
 
 _READ_BLOCK = 16 << 20
+
+_TABLES: Final = {
+    "flows": S.RAW_FLOWS,
+    "events": S.RAW_EVENTS,
+    "messages": S.RAW_MESSAGES,
+    "tools": S.RAW_TOOLS,
+    "payloads": S.PAYLOADS,
+}
+# Each poll that reads something adds a small part per table: once more than `_MAX_SMALL`
+# parts under `_SMALL_BYTES` trail a table, they are merged into one (a bounded rewrite), so
+# a page left polling for hours scans a few files per table, not thousands.
+_SMALL_BYTES: Final = 4 << 20
+_MAX_SMALL: Final = 16
 
 # A `.partial` file whose first line is not complete yet: size, mtime, how a full read counts it.
 _Unready = tuple[int, int, Counter[str]]
@@ -85,12 +111,63 @@ class PollResult:
     restarted: bool  # the files changed in a way appending cannot explain: read all again
 
 
+class _Store:
+    """The tail's private folder (mode 0700): its Parquet parts and its timelines' spill folders.
+
+    Removed (with what it holds) when the last reference to it goes: the tail's, and those of
+    the parts and spill folders that Timelines still scan; else at interpreter exit.
+    """
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="seamwatch-tail-"))
+        self._numbers = itertools.count()
+        weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+    def part_path(self, table: str) -> Path:
+        return self.path / f"{table}-{next(self._numbers):08d}.parquet"
+
+
+class _Part:
+    """One Parquet part file: deleted when nothing scans it any more (see `_Store`)."""
+
+    def __init__(self, store: _Store, path: Path, rows: int) -> None:
+        self.store = store  # the folder lives as long as its files are needed
+        self.path = path
+        self.rows = rows
+        self.size = path.stat().st_size
+        weakref.finalize(self, _unlink, str(path))
+
+
+class _SpillFolder:
+    """A folder for one `build_timeline(spill_dir=)`: removed with its last Timeline."""
+
+    def __init__(self, store: _Store) -> None:
+        self.store = store
+        self.path = Path(tempfile.mkdtemp(prefix="timeline-", dir=store.path))
+        weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):  # removed with its folder already
+        os.unlink(path)
+
+
+def _keep(*_: object) -> None:
+    """A finalizer's callback that does nothing: its arguments live as long as its object."""
+
+
+def _write_part(frame: pl.DataFrame, path: Path) -> None:
+    frame.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
+    os.chmod(path, 0o600)
+
+
 class CaptureTail:
     """Incremental reader of one capture directory (or file) that a proxy is still writing.
 
     `poll()` reads what was appended; `timeline()` and `report()` describe everything read so
     far. Safe to share between threads (the Live page of several browser tabs): calls are
-    serialized by a lock.
+    serialized by a lock. The rows read are kept in Parquet parts in a private temporary folder;
+    `close()` lets it go (a later poll reads everything again into a new one).
     """
 
     def __init__(
@@ -106,6 +183,7 @@ class CaptureTail:
         self.version = 0  # bumped by every poll that changes what the timeline holds
         self._lock = threading.Lock()
         self._timeline: tuple[int, Timeline] | None = None
+        self._store: _Store | None = None
         self._start()
 
     def _start(self) -> None:
@@ -119,8 +197,18 @@ class CaptureTail:
         self._runs: dict[str, _Run] = {}
         self._positions: dict[str, int] = {}
         self._seen_other: set[tuple[str, int]] = set()
-        self._parts: list[NormalizedFrames] = []
-        self._frames: NormalizedFrames | None = None
+        # The Parquet parts of the rows drained so far, per table, in the order written. The
+        # files of an earlier start stay while a Timeline built from them scans them.
+        self._parts: dict[str, list[_Part]] = {table: [] for table in _TABLES}
+
+    def close(self) -> None:
+        """Let go of the rows read and the private folder (removed once no Timeline handed out
+        still scans it). A later poll reads everything again."""
+        with self._lock:
+            self._start()
+            self._timeline = None
+            self._store = None
+            self.version += 1  # what it shows now (nothing) is not what it showed
 
     # -- polling ----------------------------------------------------------------------------
 
@@ -164,6 +252,9 @@ class CaptureTail:
             bytes_read, records, changed = self._read(order)
         except _Restart:
             return None
+        except BaseException:
+            self._start()  # read partly (an I/O error): the next poll reads all again
+            raise
         changed = changed or renamed or unready != self._unready
         self._files = order
         self._unready = unready
@@ -289,9 +380,36 @@ class CaptureTail:
                 self._seal(entry)
                 changed = True
         if changed:
-            self._parts.append(self._normalizer.drain())
-            self._frames = None
+            self._store_rows(self._normalizer.drain())
         return total, self._normalizer.records - records_before, changed
+
+    def _store_rows(self, frames: NormalizedFrames) -> None:
+        """Write drained rows as a part per table (then merge the table's small trailing parts)."""
+        if self._store is None:
+            self._store = _Store()
+        store = self._store
+        for table in _TABLES:
+            frame: pl.DataFrame = getattr(frames, table)
+            if frame.height == 0:
+                continue
+            path = store.part_path(table)
+            _write_part(frame, path)
+            parts = self._parts[table]
+            parts.append(_Part(store, path, frame.height))
+            small = 0
+            for part in reversed(parts):
+                if part.size >= _SMALL_BYTES:
+                    break
+                small += 1
+            if small > _MAX_SMALL:
+                merged = parts[-small:]
+                path = store.part_path(table)
+                pl.scan_parquet([p.path for p in merged], schema=_TABLES[table]).sink_parquet(
+                    path, compression="zstd", compression_level=1, statistics=True
+                )
+                os.chmod(path, 0o600)
+                # The merged files go when no Timeline scans them any more.
+                parts[-small:] = [_Part(store, path, sum(p.rows for p in merged))]
 
     def _read_file(self, entry: _Tracked) -> int:
         """Take the complete lines appended to one file; keep its unterminated tail pending."""
@@ -339,6 +457,8 @@ class CaptureTail:
                     record = _parse(line, False, counts, from_json)
                     if record is not None:
                         _take(record, position, file, run, counts, seen_other, add)
+                if self._normalizer.pending_events() >= self._normalizer.batch_events:
+                    self._store_rows(self._normalizer.drain())
         self._positions[file.run] = pos
         entry.offset += read - len(carry)
         entry.read_size = entry.offset + len(carry)
@@ -377,6 +497,13 @@ class CaptureTail:
         entry.sealed = True
 
     # -- results ----------------------------------------------------------------------------
+
+    @property
+    def folder(self) -> Path | None:
+        """The private folder (0700) holding the rows read so far as Parquet parts; None until
+        something was read, and after `close()`."""
+        with self._lock:
+            return None if self._store is None else self._store.path
 
     @property
     def files(self) -> tuple[tuple[str, int, int], ...]:
@@ -419,26 +546,55 @@ class CaptureTail:
         )
 
     def frames(self) -> NormalizedFrames:
-        """The normalized tables of everything read so far; open flows included."""
+        """The normalized tables of everything read so far; open flows included (read into
+        memory from the parts: for tests and small captures)."""
         with self._lock:
-            return self._current()
+            raw = self._raw()
+            tables = {name: getattr(raw, name).collect() for name in _TABLES}
+        tables["payloads"] = tables["payloads"].unique(
+            "data_hash", keep="first", maintain_order=True
+        )
+        return NormalizedFrames(**tables)
 
-    def _current(self) -> NormalizedFrames:
-        if self._frames is None:
-            self._parts = [NormalizedFrames.concat(self._parts)]
-            self._frames = self._parts[0]
-        frames = self._frames
+    def _raw(self) -> RawTables:
+        """Scans of the parts written so far (as `RawTables.from_ingested` scans a cache
+        entry), the open flows' rows added to the flows."""
+        scans: dict[str, pl.LazyFrame] = {}
+        for table, schema in _TABLES.items():
+            files = [part.path for part in self._parts[table]]
+            scans[table] = (
+                pl.scan_parquet(files, schema=schema) if files else S.empty(schema).lazy()
+            )
         open_flows = self._normalizer.snapshot()
-        if not open_flows.height:
-            return frames
-        return replace(frames, flows=frames.flows.vstack(open_flows))
+        flows = scans["flows"]
+        if open_flows.height:
+            flows = pl.concat([flows, open_flows.lazy()], how="vertical")
+        payload_files = [part.path for part in self._parts["payloads"]]
+        return RawTables(
+            flows=flows.with_columns(pl.lit(0, pl.Int32).alias("input")),
+            events=scans["events"],
+            messages=scans["messages"],
+            tools=scans["tools"],
+            payloads=scans["payloads"].unique("data_hash", keep="any"),
+            payload_rows=(
+                pl.scan_parquet(payload_files, schema=S.PAYLOADS) if payload_files else None
+            ),
+        )
 
     def timeline(self) -> Timeline:
-        """The timeline of everything read so far (rebuilt only after a poll that changed it)."""
+        """The timeline of everything read so far (rebuilt only after a poll that changed it).
+
+        It scans the tail's part files: they stay, with its spill folder, while it is alive.
+        """
         with self._lock:
             if self._timeline is not None and self._timeline[0] == self.version:
                 return self._timeline[1]
-            built = build_timeline(RawTables.from_frames(self._current()), [self._report()])
+            if self._store is None:
+                self._store = _Store()
+            spill = _SpillFolder(self._store)
+            parts = tuple(part for table in _TABLES for part in self._parts[table])
+            built = build_timeline(self._raw(), [self._report()], spill_dir=spill.path)
+            weakref.finalize(built, _keep, parts, spill)
             self._timeline = (self.version, built)
             return built
 

@@ -8,6 +8,7 @@ a new (first empty) one started.
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -491,3 +492,139 @@ def test_a_torn_tail_followed_by_the_next_rotation_stays_torn(tmp_path: Path) ->
     old.write_bytes(_join(first))  # the torn line completed after all: not an append order
     assert tail.poll().restarted
     assert_same_as_full_read(tail, tmp_path)
+
+
+# -- where the rows read are kept ---------------------------------------------------------------
+
+
+def _many_flows(n: int) -> list[list[bytes]]:
+    """A capture of `n` GET streams, two events each: the lines of each, capture_open first."""
+    c = Capture(run_id="run-m").open()
+    groups = [c.lines()]
+    for k in range(n):
+        c.records.clear()
+        f = c.request("GET", headers={"mcp-session-id": "S"})
+        c.response(f, sse=True)
+        c.chunk(f, sse(event({"k": k}, id=f"{k}-a")), n=0)
+        c.chunk(f, sse(event({"k": k, "more": "x" * k}, id=f"{k}-b")), n=1)
+        c.end(f)
+        groups.append(c.lines())
+    return groups
+
+
+def _collected(timeline: Timeline) -> dict[str, pl.DataFrame]:
+    return {name: _sorted(frame.collect()) for name, frame in timeline.frames().items()}
+
+
+def _assert_same_frames(got: dict[str, pl.DataFrame], expected: dict[str, pl.DataFrame]) -> None:
+    for name, frame in expected.items():
+        try:
+            assert_frame_equal(got[name], frame)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+def test_the_rows_read_are_kept_as_parquet_in_a_private_folder(tmp_path: Path) -> None:
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(_session().lines()))
+    tail = CaptureTail(tmp_path)
+    assert tail.folder is None
+    tail.poll()
+    folder = tail.folder
+    assert folder is not None and folder.is_dir()
+    assert not folder.is_relative_to(tmp_path)  # not beside the capture
+    assert folder.stat().st_mode & 0o777 == 0o700
+    parts = sorted(folder.glob("*.parquet"))
+    assert parts and all(p.stat().st_mode & 0o777 == 0o600 for p in parts)
+    # Every event read is in the parts (nothing only in memory), as a full read has them.
+    on_disk = pl.read_parquet(folder / "events-*.parquet")
+    full = load_timeline([tmp_path], cache=False)
+    assert on_disk.height == full.sse_events.select(pl.len()).collect().item() == 7
+    assert_same_as_full_read(tail, tmp_path)
+    tail.close()
+
+
+def test_close_removes_the_folder_and_a_later_poll_reads_again(tmp_path: Path) -> None:
+    lines = _session().lines()
+    partial = tmp_path / "capture-run-t-0000.jsonl.partial"
+    partial.write_bytes(_join(lines[:9]))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    tail.timeline()
+    folder = tail.folder
+    assert folder is not None and any(folder.iterdir())
+    tail.close()
+    assert tail.folder is None
+    assert not folder.exists()
+    partial.write_bytes(_join(lines))
+    result = tail.poll()
+    assert result.changed and result.bytes_read == len(_join(lines))  # all of it, again
+    assert tail.folder not in (None, folder)
+    assert_same_as_full_read(tail, tmp_path)
+    again = tail.folder
+    assert again is not None
+    del tail  # dropped without close(): the folder goes with it
+    gc.collect()
+    assert not again.exists()
+
+
+def test_a_timeline_handed_out_still_collects_after_later_polls(tmp_path: Path) -> None:
+    """Polls merge the small parts (and a restart drops them) while an earlier Timeline still
+    scans them: it keeps its files until it is gone, even after `close()`."""
+    groups = _many_flows(40)
+    partial = tmp_path / "capture-run-m-0000.jsonl.partial"
+    partial.write_bytes(_join(groups[0] + groups[1]))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    early = tail.timeline()
+    seen = _collected(early)
+    folder = tail.folder
+    assert folder is not None
+    for step in range(2, len(groups)):
+        partial.write_bytes(_join([line for group in groups[: step + 1] for line in group]))
+        assert tail.poll().changed
+        if step % 13 == 0:
+            assert_same_as_full_read(tail, tmp_path)
+    final = assert_same_as_full_read(tail, tmp_path)
+    assert _events(final)[-2:] == ["39-a", "39-b"]
+    # 40 polls wrote 40 event parts; the small ones were merged as they came.
+    live_parts = {p.name for p in folder.glob("events-*.parquet")}
+    assert len(live_parts) < 20
+    _assert_same_frames(_collected(early), seen)
+
+    partial.write_bytes(_join(groups[0]))  # shorter: read again from the start
+    assert tail.poll().restarted
+    assert_same_as_full_read(tail, tmp_path)
+    _assert_same_frames(_collected(early), seen)
+    tail.close()
+    assert folder.exists()  # `early` still scans it
+    _assert_same_frames(_collected(early), seen)
+    del early, final
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_the_dashboard_closes_a_tail_it_drops(tmp_path: Path) -> None:
+    """The Live page keeps a tail per path (at most 4): one evicted lets its folder go."""
+    import streamlit as st
+
+    from dashboards import data
+
+    st.cache_resource.clear()
+    paths = []
+    for k in range(5):
+        folder = tmp_path / f"cap{k}"
+        folder.mkdir()
+        (folder / "capture-run-t-0000.jsonl.partial").write_bytes(_join(_session().lines()))
+        paths.append(str(folder))
+    state = data.live_state(paths[0])
+    assert _events(state.timeline)[-1] == "g3"
+    tail, _ = data._capture_tail(paths[0])
+    kept = tail.folder
+    assert kept is not None and kept.exists()
+    del state
+    for path in paths[1:]:
+        data._capture_tail(path)  # a fifth path evicts the first
+    assert tail.folder is None
+    assert not kept.exists()
+    st.cache_resource.clear()
