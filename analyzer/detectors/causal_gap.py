@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor
+from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
 from analyzer.findings import Severity
-from analyzer.timeline import payloads_of
+from analyzer.timeline import payloads_of, rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -41,6 +41,9 @@ _SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
 # Delivered from the resume on: on its incarnation or a later one, or after its request.
 _LATER: Final = (pl.col("incarnation") >= pl.col("r_inc")) | (pl.col("ts") >= pl.col("r_ts"))
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
+_PROGRESS: Final = (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
+_ANSWER: Final = (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
+_CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
 _EVENTS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal", "stream_pos",
                   "event_id", "id_only", "payload_hash")  # fmt: skip
 
@@ -116,10 +119,11 @@ def _skipped(
     """Resumes whose first progress value jumps past the client's last by more than a step."""
     payload = pl.col("text").str
     # Only the resumed streams' progress matters: keep those rows before reading any payload.
-    notes = tl.messages.filter(
-        (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
-    ).join(resumes.select("stream_id"), on="stream_id", how="semi")
-    notes = notes.select("flow_id", "ordinal", "data_hash")
+    notes = (
+        tl.messages.filter(_PROGRESS)
+        .join(resumes.select("stream_id"), on="stream_id", how="semi")
+        .select("flow_id", "ordinal", "data_hash")
+    )
     fields = payloads_of(
         tl,
         notes,
@@ -188,13 +192,8 @@ def _skipped(
 
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
-    msgs, rid = tl.messages, pl.col("rpc_id").alias("request_id")
-    answers = msgs.filter(
-        (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
-    )
-    cancels = msgs.filter(
-        (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
-    )
+    rid = pl.col("rpc_id").alias("request_id")
+    answers, cancels = rpc_messages_of(tl).filter(_ANSWER), rpc_messages_of(tl).filter(_CANCEL)
     answered = tl.streams.join(
         answers.select("session_id", rid, pl.col("ts").alias("a_ts")),
         on=["session_id", "request_id"],
@@ -227,15 +226,16 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
 
 def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
-    events = timeline.sse_events.select(_EVENTS)
+    # The events of resumed streams only: a semi-join keeps the other events out of the joins
+    # below (whose build side would otherwise hold every event). Not cached: each part scans
+    # again, as caching them (an eighth of the events at 10M) would raise peak memory more
+    # than the scans cost.
+    resumed = resumed_streams(timeline.resumptions, timeline.sse_events.select(_EVENTS))
     resumes = resumed_at_cursor(
         timeline.resumptions,
-        events,
+        resumed,
         pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
     ).cache()  # small, and read by every part: computed once
-    # The events of resumed streams only: a semi-join keeps the other events out of the joins
-    # below (whose build side would otherwise hold every event).
-    resumed = events.join(resumes.select("stream_id"), on="stream_id", how="semi")
     found = (
         _carried(resumes, resumed),
         _skipped(timeline, resumes, resumed, progress_jump),

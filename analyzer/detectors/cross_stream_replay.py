@@ -24,6 +24,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -56,7 +57,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "session_id", pl.col("stream_id").alias("first_stream_id"), pl.col("request_id")
     )
     by_response = (
-        timeline.messages.filter(
+        rpc_messages_of(timeline)
+        .filter(
             (pl.col("direction") == "s2c")
             & pl.col("kind").is_in(["response", "error"])
             & (pl.col("incarnation") > 0)

@@ -35,30 +35,29 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .otherwise(pl.col("stream_id").fill_null(""))
         .alias("_scope")
     )
-    key = pl.struct("session_id", "_scope", "event_id").hash().alias("_key")
-    # Only an id issued more than once can name two payloads: a cheap streaming pass counts
-    # the 64-bit hash of every (session, scope, id) (a collision only lets a key through), so
-    # that the joins, the sort and the lists below see the few that recur. Its filter is
-    # `has_id` written otherwise (a null id fails both): a scan identical to the one below
-    # would be shared between the two, and a shared scan is kept whole until both have read it.
+    # Only an id issued more than once in its session can name two payloads: a cheap streaming
+    # pass counts the 64-bit hash of every (session, id), before any join (a collision, or an
+    # id that recurs only across the streams of a session without server state, only lets
+    # rows through whose groups below hold one issue each), so that the joins, the sort and
+    # the lists below see the few that recur. Its filter is `has_id` written otherwise (a null
+    # id fails both): a scan identical to the one below would be shared between the two, and a
+    # shared scan is kept whole until both have read it.
+    key = pl.struct("session_id", "event_id").hash().alias("_key")
     recurring = (
-        timeline.sse_events.select("session_id", "stream_id", "event_id", "id_only")
+        timeline.sse_events.select("session_id", "event_id", "id_only")
         .filter((pl.col("event_id") != "") & ~pl.col("id_only"))
-        .join(kinds, on="session_id", how="left")
-        .select(pl.struct("session_id", scope, "event_id").hash().alias("_key"))
+        .select(key)
         .group_by("_key")
         .agg(pl.len())
         .filter(pl.col("len") > 1)
         .select("_key")
     )
-    scoped = (
+    issued = (
         timeline.sse_events.filter(has_id)
+        .with_columns(key)
+        .join(recurring, on="_key", how="semi")
         .join(kinds, on="session_id", how="left")
         .with_columns(scope, pl.struct("event", "payload_hash").alias("_payload"))
-        .with_columns(key)
-    )
-    issued = (
-        scoped.join(recurring, on="_key", how="semi")
         .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")
     )

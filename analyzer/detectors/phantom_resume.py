@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor
+from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
 from analyzer.findings import Severity
+from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,9 +36,17 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume answered with anything but the replay that was due."""
     columns = ("stream_id", "flow_id", "ts", "incarnation", "stream_pos", "event_id", "id_only",
                "payload_hash")  # fmt: skip
-    events = timeline.sse_events.select(columns)
+    answered = timeline.resumptions.filter(pl.col("answer_status").is_between(200, 299))
+    # Only the resumed streams' events matter (the due replay and the answers are theirs):
+    # selected in one pass, cached for every join below, their strings copied out of the
+    # scanned pages (which the cache would otherwise keep whole).
+    events = (
+        resumed_streams(answered, timeline.sse_events.select(columns))
+        .with_columns(pl.col("stream_id", "flow_id", "event_id", "payload_hash") + "")
+        .cache()
+    )
     resumes = resumed_at_cursor(
-        timeline.resumptions.filter(pl.col("answer_status").is_between(200, 299)),
+        answered,
         events,
         "cursor_replica",
         "answer_replica",
@@ -61,9 +70,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             for key in ("event_id", "payload_hash")
         ]
     )
-    errors = timeline.messages.filter(
-        (pl.col("direction") == "s2c") & (pl.col("kind") == "error")
-    ).select(pl.col("flow_id").alias("r_flow"))
+    errors = (
+        rpc_messages_of(timeline)
+        .filter((pl.col("direction") == "s2c") & (pl.col("kind") == "error"))
+        .select(pl.col("flow_id").alias("r_flow"))
+    )
     sent = answer.group_by("r_flow").agg(
         pl.col("event_id").filter(_HAS_ID).sort_by("stream_pos").alias("sent"),
         (~pl.col("id_only")).sum().alias("payloads"),

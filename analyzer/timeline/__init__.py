@@ -4,11 +4,12 @@ Every stage is a `LazyFrame -> LazyFrame` function (`keys`, `streams`, `exchange
 `resumptions`, `tool_calls`, `sessions`). `build_timeline` chains them over the normalized
 tables; it collects once, at this edge, the flow-level spine every frame shares (session keys,
 cursor resolution, the flow → stream map) and the small frames (streams, incarnations,
-resumptions, tool_calls, sessions), so detectors that each collect a frame do not redo them.
-The small frames are collected one at a time, and a large one is kept in a temporary Parquet
-file rather than in memory (`_Spill`). `exchanges` (wide), `sse_events` and `messages` stay lazy
-scans of the Parquet tables joined to the flows' keys and placement (collected once): a
-detector reads only the columns and rows it asks for.
+resumptions, tool_calls, sessions) and `exchanges` (one row per flow, read by most detectors), so
+detectors that each collect a frame do not redo them. These are collected one at a time, and a
+large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
+message rows of requests, responses and cancellations (`rpc_messages_of`). `sse_events` and
+`messages` stay lazy scans of the Parquet tables joined to the flows' placement (collected
+once): a detector reads only the columns and rows it asks for.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import polars as pl
 
@@ -37,7 +38,30 @@ from analyzer.timeline.streams import (
 )
 from analyzer.timeline.tool_calls import RPC_COLUMNS, RPC_ROWS, tool_calls
 
-__all__ = ["RawTables", "Timeline", "build_timeline", "load_timeline", "payloads_of"]
+__all__ = [
+    "RPC_MESSAGE_COLUMNS",
+    "RPC_MESSAGE_ROWS",
+    "RawTables",
+    "Timeline",
+    "build_timeline",
+    "load_timeline",
+    "payloads_of",
+    "rpc_messages_of",
+]
+
+RPC_MESSAGE_ROWS: Final = (
+    RPC_ROWS
+    | ((pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"]))
+    | (
+        (pl.col("direction") == "c2s")
+        & ((pl.col("kind") == "request") | (pl.col("method") == "notifications/cancelled"))
+    )
+)
+"""The MESSAGES rows of `Timeline.rpc_messages`: every request, response, error and
+cancellation (a few in a hundred messages: most are notifications on event streams)."""
+
+RPC_MESSAGE_COLUMNS: Final = (*RPC_COLUMNS, "source", "event_id", "payload_hash")
+"""The MESSAGES columns of `Timeline.rpc_messages`."""
 
 # The flow columns the stages after `key_flows` read (all of them but `exchanges`).
 _SPINE = [
@@ -70,8 +94,9 @@ _SPINE = [
 # Engines for the collects at this edge: the streaming engine for the scans of the Parquet
 # tables (memory does not grow with them), the in-memory one for plans over the collected
 # flow-level spine (a fraction of the rows: its lower per-operator cost wins there).
-_BIG: Final = "streaming"
-_SMALL: Final = "in-memory"
+_Engine = Literal["streaming", "in-memory"]
+_BIG: Final[_Engine] = "streaming"
+_SMALL: Final[_Engine] = "in-memory"
 
 
 _SPILL_ROWS: Final = 50_000
@@ -85,14 +110,15 @@ class _Spill:
     holding every frame of a large capture in memory while they run (at 10M events the
     flow-level frames are a few hundred MB). Smaller frames, and every frame without a folder,
     stay in memory. The caller owns the folder: a plan read from the Timeline's frames needs it
-    until that plan is collected for the last time.
+    until that plan is collected for the last time. `engine`: the streaming one for a plan that
+    scans a Parquet table (its memory does not grow with the table).
     """
 
     def __init__(self, folder: Path | None) -> None:
         self._dir = folder
 
-    def keep(self, name: str, plan: pl.LazyFrame) -> pl.LazyFrame:
-        frame = plan.collect(engine=_SMALL)
+    def keep(self, name: str, plan: pl.LazyFrame, engine: _Engine = _SMALL) -> pl.LazyFrame:
+        frame = plan.collect(engine=engine)
         if self._dir is None or frame.height < _SPILL_ROWS:
             return frame.lazy()
         path = self._dir / f"{name}.parquet"
@@ -160,13 +186,16 @@ class Timeline:
     payloads: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
+    # `messages` rows `RPC_MESSAGE_ROWS`, columns `RPC_MESSAGE_COLUMNS`: read through
+    # `rpc_messages_of`, which falls back on `messages` where this is not set.
+    rpc_messages: pl.LazyFrame | None = None
 
     def frames(self) -> dict[str, pl.LazyFrame]:
         """The frames by name (the keys of `analyzer.schema.TIMELINE_FRAMES`)."""
         return {
             f.name: getattr(self, f.name)
             for f in fields(self)
-            if f.name not in ("inputs", "payload_rows")
+            if f.name not in ("inputs", "payload_rows", "rpc_messages")
         }
 
     def payload_text(self, data_hashes: Sequence[str]) -> dict[str, str]:
@@ -199,6 +228,20 @@ def payloads_of(
         .select(*kept, *parsed)
         .unique("data_hash", keep="any")
     )
+
+
+def rpc_messages_of(timeline: Timeline) -> pl.LazyFrame:
+    """The `messages` rows of requests, responses, errors and cancellations
+    (`RPC_MESSAGE_ROWS`, columns `RPC_MESSAGE_COLUMNS`).
+
+    `build_timeline` collects them once (a scan of the messages of its own): a detector that
+    filters these rows from here reads a few in a hundred messages instead of scanning every
+    message again. (A stand-in timeline without them gets the filter on `messages`.)
+    """
+    rows: pl.LazyFrame | None = getattr(timeline, "rpc_messages", None)
+    if rows is None:
+        return timeline.messages.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
+    return rows
 
 
 def build_timeline(
@@ -250,13 +293,28 @@ def build_timeline(
         resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered),
     )
     session_frame = spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
-    # Only the key columns of the flows stay: `exchanges` reads the others from the scan.
+    # Only the key columns of the flows stay: `exchanges` reads the others from the scan,
+    # once, here (a dozen detectors read it: each would redo the scan, the join and the sort).
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
     del spine, keyed, issued, resolved, placed, delivered
-    return Timeline(
-        exchanges=raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
+    exchange_frame = spill.keep(
+        "exchanges",
+        raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
             exchanges, streams_of_flows=on_flows
         ),
+        engine=_BIG,
+    )
+    del flow_keys
+    # The message rows the detectors that judge requests and their answers read
+    # (`rpc_messages_of`), in a scan of their own, last: taken with the rows above, in one
+    # scan, they raise the peak memory of a large capture by more than the scan costs.
+    rpc_frame = spill.keep(
+        "rpc_messages",
+        message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS),
+        engine=_BIG,
+    )
+    return Timeline(
+        exchanges=exchange_frame,
         sse_events=raw.events.pipe(sse_events, placed=on_flows),
         messages=message_frame,
         streams=stream_frame,
@@ -267,6 +325,7 @@ def build_timeline(
         payloads=raw.payloads,
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
+        rpc_messages=rpc_frame,
     )
 
 
@@ -277,7 +336,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     placed = stream_map(keyed, resolved)
     on_flows = placement(keyed, placed)
     message_frame = raw.messages.pipe(messages, placed=on_flows)
-    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS)
+    rpc_messages = message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
     delivered = delivered_responses(placed, keyed, rpc_messages)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
@@ -295,6 +354,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         payloads=raw.payloads,
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
+        rpc_messages=rpc_messages,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import polars as pl
 import pytest
 
-from analyzer.detectors.counter_reset import DETECTOR
+from analyzer.detectors.counter_reset import DETECTOR, _counter
 from tests.support.records import Capture
 from tests.support.streams import Session, findings, note, prime, progress
 
@@ -125,4 +126,33 @@ CLEAN = {
 
 @pytest.mark.parametrize("build", CLEAN.values(), ids=CLEAN.keys())
 def test_quiet_on_counters_that_move_on(build: Callable[[Capture], None]) -> None:
+    assert run(build) == []
+
+
+# --- the counter split ------------------------------------------------------------------------
+
+# (id, prefix, counter): the trailing run of 1 to 9 ASCII digits, else no counter.
+SPLITS = [
+    ("17", "", 17), ("0", "", 0), ("e7", "e", 7), ("s2_17", "s2_", 17), ("x_007", "x_", 7),
+    ("123456789", "", 123456789), ("_123456789", "_", 123456789), ("日本_42", "日本_", 42),
+    ("e\u0663" "7", "e\u0663", 7), ("1234567890", None, None), ("a1234567890", None, None),
+    ("1750000000000", None, None), ("", None, None), ("abc", None, None), ("e_", None, None),
+    ("x\u0661\u0662", None, None), (None, None, None),
+]  # fmt: skip
+
+
+def test_the_counter_is_the_trailing_run_of_ascii_digits() -> None:
+    ids = pl.DataFrame({"event_id": [i for i, _, _ in SPLITS]}, schema={"event_id": pl.String})
+    split = ids.select(_counter("event_id", "prefix", "n"))
+    assert split.rows() == [(prefix, n) for _, prefix, n in SPLITS]
+
+
+def test_ids_ending_in_digits_of_another_script_are_no_counter() -> None:
+    # `\d` in a regex takes Arabic-Indic digits, which do not parse as integers: the detector
+    # once failed on such an id (an analysis-error) instead of reading it as opaque.
+    def build(c: Capture) -> None:
+        s = Session(c, "S1")
+        ids = ("e\u0661", "e\u0662", "e\u0663", "e\u0661")  # 1, 2, 3, then 1 again
+        s.send(s.open(), 0, *(note(i, str(n)) for n, i in enumerate(ids)), end="complete")
+
     assert run(build) == []

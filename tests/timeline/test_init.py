@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from analyzer import schema as S
 from analyzer.normalize import normalize_records
-from analyzer.timeline import RawTables, Timeline, build_timeline
+from analyzer.timeline import (
+    RPC_MESSAGE_COLUMNS,
+    RPC_MESSAGE_ROWS,
+    RawTables,
+    Timeline,
+    build_timeline,
+    rpc_messages_of,
+)
 from tests.support import traffic
 
 
@@ -61,8 +70,9 @@ def test_spilled_frames_read_back_the_same(
     _, in_memory = built
     raw = RawTables.from_frames(normalize_records(traffic.capture_records()))
     spilled = build_timeline(raw, spill_dir=tmp_path)
-    small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in small)
+    small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
+    kept = (*small, "rpc_messages")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)
     for name in small:
         frame = spilled.frames()[name]
         assert "parquet" in frame.explain().lower(), name
@@ -82,3 +92,21 @@ def test_without_a_spill_folder_every_frame_stays_in_memory(
     )
     for name in ("streams", "incarnations", "resumptions", "tool_calls", "sessions"):
         assert "parquet" not in timeline.frames()[name].explain().lower(), name
+
+
+def test_rpc_messages_are_the_messages_rows_they_name(
+    built: tuple[Timeline, Timeline], monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    lazy, eager = built
+    expected = eager.messages.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS).collect()
+    # Requests and responses kept, most notifications (those on event streams) left out.
+    assert {"request", "response"} <= set(expected["kind"].to_list())
+    assert expected.height < eager.messages.collect().height
+    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    spilled = build_timeline(
+        RawTables.from_frames(normalize_records(traffic.capture_records())), spill_dir=tmp_path
+    )
+    stand_in = dataclasses.replace(eager, rpc_messages=None)
+    for timeline in (lazy, eager, spilled, stand_in):
+        assert_frame_equal(rpc_messages_of(timeline).collect(), expected, check_row_order=False)
+    assert "parquet" in rpc_messages_of(spilled).explain().lower()
