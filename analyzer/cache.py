@@ -36,6 +36,7 @@ from typing import Any
 
 from analyzer.records import SCHEMA
 from analyzer.schema import NORMALIZED_VERSION
+from analyzer.scratch import scratch_prefix
 
 __all__ = ["CACHE_DIR", "CacheEntry", "build_entry", "find_entry", "input_key"]
 
@@ -130,7 +131,7 @@ class EntryBuilder:
             else:
                 self.root = root
                 return directory
-        directory = Path(tempfile.mkdtemp(prefix="seamwatch-"))
+        directory = Path(tempfile.mkdtemp(prefix=scratch_prefix("tables")))
         _temp_dirs.append(str(directory))
         return directory
 

@@ -59,6 +59,7 @@ from analyzer.ingest.jsonl import (
     capture_files,
 )
 from analyzer.normalize import NormalizedFrames, Normalizer
+from analyzer.scratch import scratch_prefix
 from analyzer.timeline import RawTables, Timeline, build_timeline
 
 __all__ = ["CaptureTail", "PollResult"]
@@ -119,7 +120,7 @@ class _Store:
     """
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="seamwatch-tail-"))
+        self.path = Path(tempfile.mkdtemp(prefix=scratch_prefix("tail")))
         self._numbers = itertools.count()
         weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
 

@@ -34,6 +34,7 @@ from analyzer.report import json as json_report
 from analyzer.report import junit as junit_report
 from analyzer.report import sarif as sarif_report
 from analyzer.report import table as table_report
+from analyzer.scratch import scratch_prefix
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -86,7 +87,8 @@ def analyze_command(args: argparse.Namespace) -> int:
 
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
     # 10M events); the folder lives as long as the analysis.
-    with _progress() as progress, tempfile.TemporaryDirectory(prefix="seamwatch-") as spill:
+    scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix("spill"))
+    with _progress() as progress, scratch as spill:
         progress.step("reading inputs")
         timeline = load_timeline(
             paths,
