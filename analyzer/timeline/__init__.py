@@ -272,13 +272,20 @@ def build_timeline(
     # What `sse_events` and `messages` join to every record, and `exchanges` to every flow.
     on_flows = placement(keyed, placed).collect(engine=_SMALL).lazy()
     message_frame = raw.messages.pipe(messages, placed=on_flows)
-    # The few message rows the flow-level frames read (requests, responses): one scan.
-    rpc_messages = message_frame.filter(RPC_ROWS).select(RPC_COLUMNS).collect(engine=_BIG).lazy()
+    # The few message rows that the flow-level frames and the detectors judging requests and
+    # their answers read (`rpc_messages_of`): one scan, kept (on disk when large) before the
+    # frames below take their rows from it.
+    spill = _Spill(spill_dir)
+    rpc_frame = spill.keep(
+        "rpc_messages",
+        message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS),
+        engine=_BIG,
+    )
+    rpc_messages = rpc_frame.filter(RPC_ROWS).select(RPC_COLUMNS).collect(engine=_SMALL).lazy()
     delivered = delivered_responses(placed, keyed, rpc_messages).collect(engine=_SMALL).lazy()
     # The small frames, collected one at a time (their inputs above are in memory already:
     # collecting them together would only hold every intermediate at once), `tool_calls`
     # first so that the message rows can go.
-    spill = _Spill(spill_dir)
     tool_call_frame = spill.keep(
         "tool_calls",
         rpc_messages.pipe(tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools),
@@ -302,15 +309,6 @@ def build_timeline(
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
             exchanges, streams_of_flows=on_flows
         ),
-        engine=_BIG,
-    )
-    del flow_keys
-    # The message rows the detectors that judge requests and their answers read
-    # (`rpc_messages_of`), in a scan of their own, last: taken with the rows above, in one
-    # scan, they raise the peak memory of a large capture by more than the scan costs.
-    rpc_frame = spill.keep(
-        "rpc_messages",
-        message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS),
         engine=_BIG,
     )
     return Timeline(
