@@ -236,7 +236,8 @@ def rpc_messages_of(timeline: Timeline) -> pl.LazyFrame:
 
     `build_timeline` collects them once (the flow-level frames take their request and response
     rows from them too): a detector that filters these rows from here reads a few in a hundred
-    messages instead of scanning every message again. (A stand-in timeline without them gets the filter on `messages`.)
+    messages instead of scanning every message again. (A stand-in timeline without them gets
+    the filter on `messages`.)
     """
     rows: pl.LazyFrame | None = getattr(timeline, "rpc_messages", None)
     if rows is None:
