@@ -41,15 +41,25 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.col("first_ts") < pl.col("ts")
     )
     keys = ["session_id", "event_id", "payload_hash"]
-    # Where each message a resume carried was first sent: only those keys are looked up.
-    resumed = events.filter(pl.col("incarnation") > 0)
-    first = (
-        events.join(resumed.select(keys), on=keys, how="semi")
-        .group_by(keys)
-        .agg(pl.col("stream_id", "ts").sort_by("ts", "seq").first().name.prefix("first_"))
+    # The messages a resume carried (`events` filtered again, written otherwise: a plan that
+    # both sides of the join shared would be kept whole until both had read it), and every
+    # sending of them, gathered by key: where each was first sent and the resumed rows
+    # themselves, in one pass (no frame is read twice, so none is kept whole in between).
+    carried = timeline.sse_events.filter(
+        (pl.col("incarnation") > 0) & (pl.col("event_id") != "") & ~pl.col("id_only")
+    ).select(keys)
+    resumed_rows = pl.struct("stream_id", "flow_id", "incarnation", "ts").filter(
+        pl.col("incarnation") > 0
     )
     by_event = (
-        resumed.join(first, on=keys)
+        events.join(carried, on=keys, how="semi")
+        .group_by(keys)
+        .agg(
+            pl.col("stream_id", "ts").sort_by("ts", "seq").first().name.prefix("first_"),
+            resumed_rows.alias("_resumed"),
+        )
+        .explode("_resumed")
+        .unnest("_resumed")
         .filter(foreign)
         .select(*_KEYS, "first_stream_id", "event_id", pl.lit(None, pl.String).alias("rpc_id"))
     )  # fmt: skip

@@ -24,6 +24,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -57,47 +58,63 @@ def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
 
 
 def _recurring(rows: pl.LazyFrame, counted: pl.LazyFrame, *key: str) -> pl.LazyFrame:
-    """The rows whose key recurs: only those can be on two streams (a cheap pass over every
+    """The rows whose key recurs: only those can be in a group of two (a cheap pass over every
     row, so that the evidence lists are built for the few groups that can become findings).
 
-    The pass counts the 64-bit hash of each key of `counted` (the same rows as `rows`, from a
-    plan written otherwise: a scan shared by the count and the rows would be kept whole until
-    both had read it) on the streaming engine; a collision only lets a lone row through, which
-    its group then drops. A semi-join keeps the rows."""
+    The pass reads the 64-bit hash of each key of `counted` (the rows of `rows`, or more, from a
+    plan written otherwise: a scan shared by the pass and the rows would be kept whole until
+    both had read it) and sorts those hashes on the streaming engine: a hash equal to its
+    predecessor recurs (a sort holds 8 bytes a row; a count per hash, a hash table several
+    times that). A collision, or a row of `counted` only, lets a row through whose group then
+    holds one row. A semi-join keeps the rows."""
     hashed = pl.struct(*key).hash().alias("_key_hash")
-    again = counted.select(hashed).group_by("_key_hash").agg(pl.len()).filter(pl.col("len") > 1)
+    again = (
+        counted.select(hashed)
+        .sort("_key_hash")
+        .filter(pl.col("_key_hash") == pl.col("_key_hash").shift())
+    )
+    return rows.with_columns(hashed).join(again, on="_key_hash", how="semi").drop("_key_hash")
+
+
+def _placed(rows: pl.LazyFrame, timeline: Timeline) -> pl.LazyFrame:
+    """`rows` with their carrier (stream, else flow) and their flow's era."""
+    return rows.with_columns(pl.coalesce("stream_id", "flow_id").alias("carrier")).join(
+        timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left"
+    )
+
+
+def _responses(timeline: Timeline) -> pl.LazyFrame:
+    """The responses (results and errors) whose request id recurs in their session, keyed.
+
+    They are read from `rpc_messages_of` (a few in a hundred messages). The key of both kinds
+    of duplicate response, (session, `rkey`[, payload]), refines (session, request id): only a
+    response whose request id recurs can be in a group of two, so the flow columns (carrier,
+    era) are joined to those alone."""
+    answers = (pl.col("kind") == "response") | (pl.col("kind") == "error")
+    rows = rpc_messages_of(timeline).filter(
+        (pl.col("direction") == "s2c") & answers & pl.col("rpc_id").is_not_null()
+    )
+    counted = rpc_messages_of(timeline).filter(
+        (pl.col("direction") != "c2s") & pl.col("kind").is_in(["response", "error"])
+        & pl.col("rpc_id").is_not_null()
+    )  # fmt: skip
     return (
-        rows.with_columns(hashed)
-        .join(again.select("_key_hash"), on="_key_hash", how="semi")
-        .drop("_key_hash")
+        _recurring(rows, counted, "session_id", "rpc_id")
+        .pipe(_placed, timeline)
+        .with_columns(
+            pl.when(_SESSIONLESS.fill_null(False))
+            .then(pl.format("{}/{}", "carrier", "rpc_id"))
+            .otherwise("rpc_id")
+            .alias("rkey")
+        )
     )
-
-
-def _responses(timeline: Timeline, s2c: pl.Expr) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """The server-to-client messages (`s2c` selects them) and the responses among them."""
-    sent = timeline.messages.filter(s2c).with_columns(
-        pl.coalesce("stream_id", "flow_id").alias("carrier")
-    )
-    sent = sent.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left")
-    responses = sent.filter(
-        pl.col("kind").is_in(["response", "error"]) & pl.col("rpc_id").is_not_null()
-    ).with_columns(
-        pl.when(_SESSIONLESS.fill_null(False))
-        .then(pl.format("{}/{}", "carrier", "rpc_id"))
-        .otherwise("rpc_id")
-        .alias("rkey")
-    )
-    return sent, responses
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per request id answered differently, or per message sent on two streams."""
-    sent, responses = _responses(timeline, pl.col("direction") == "s2c")
-    # The same rows for the counting passes of `_recurring` (direction has two values).
-    sent_n, responses_n = _responses(timeline, pl.col("direction") != "c2s")
+    responses = _responses(timeline)
     differ = (
-        _recurring(responses, responses_n, "session_id", "rkey")
-        .group_by("session_id", "rkey")
+        responses.group_by("session_id", "rkey")
         .agg(*_evidence(pl.col("rpc_id"), pl.col("payload_hash").n_unique()))
         .filter(pl.col("what") > 1)
         .with_columns(
@@ -107,11 +124,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     streams = pl.col("carrier").n_unique()
     twice_resp = (
-        _recurring(
-            responses.filter(_FRESH),
-            responses_n.filter(_FRESH),
-            "session_id", "rkey", "payload_hash",
-        )
+        responses.filter(_FRESH)
         .group_by("session_id", "rkey", "payload_hash")
         .agg(*_evidence(pl.col("rpc_id"), streams))
         .filter(pl.col("what") > 1)
@@ -121,12 +134,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.concat_list("key").alias("request_ids"),
         )
     )  # fmt: skip
+    # Every fresh server message with an event id (the flow columns are joined to the few
+    # whose key recurs); the pass of `_recurring` reads them through a filter written
+    # otherwise (direction has two values, incarnations are not negative, a null id fails both).
+    fresh = timeline.messages.filter(
+        (pl.col("direction") == "s2c") & _FRESH
+        & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
+    )  # fmt: skip
+    fresh_n = timeline.messages.filter(
+        (pl.col("direction") != "c2s") & (pl.col("incarnation").fill_null(0) < 1)
+        & (pl.col("event_id") != "")
+    )  # fmt: skip
     twice_event = (
-        _recurring(
-            sent.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")),
-            sent_n.filter(_FRESH & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")),
-            "session_id", "event_id", "payload_hash",
-        )
+        _recurring(fresh, fresh_n, "session_id", "event_id", "payload_hash")
+        .pipe(_placed, timeline)
         .group_by("session_id", "event_id", "payload_hash")
         .agg(*_evidence(pl.col("event_id"), streams))
         .filter(pl.col("what") > 1)

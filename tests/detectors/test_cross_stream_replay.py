@@ -43,6 +43,13 @@ def replays_other_streams_event(c: Capture) -> None:
     resume(c, "b2", [event(progress("a", 1), id="a1"), event(res(5, content=[]), id="b3")])
 
 
+def replays_other_streams_event_twice(c: Capture) -> None:
+    """Both resumes of stream f3 replay f2's event: one finding per incarnation."""
+    two_calls(c, ("a1", "a2", "b1", "b2"))
+    resume(c, "b2", [event(progress("a", 1), id="a1")])
+    resume(c, "b2", [event(progress("a", 1), id="a1"), event(res(5, content=[]), id="b3")])
+
+
 def replays_other_streams_response(c: Capture) -> None:
     """A store keyed by session, not stream: request 4's response comes back under a new id."""
     two_calls(c, (tag(A, 1), tag(A, 2), tag(B, 3), tag(B, 4)))
@@ -69,6 +76,7 @@ def same_id_other_payload(c: Capture) -> None:
 
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replays_other_streams_event, [(["a1"], [])]),
+    (replays_other_streams_event_twice, [(["a1"], []), (["a1"], [])]),
     (replays_other_streams_response, [([tag(B, 5)], ["4"])]),
     (own_replay, []),
     (equal_payload_fresh_id, []),

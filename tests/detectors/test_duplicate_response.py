@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
+import polars as pl
 import pytest
 
-from analyzer.detectors.duplicate_response import DETECTOR
+from analyzer.detectors.duplicate_response import DETECTOR, _recurring
 from tests.support.records import Capture, event, req, res, sse, timeline_of
 from tests.support.streams import S1, findings, initialized, stream
 
@@ -74,6 +76,12 @@ def sessionless_ids_per_exchange(c: Capture) -> None:
         c.response(f, body=res(1, content=[result]))
 
 
+def sessionless_exchange_answered_twice(c: Capture) -> None:
+    """In 2026-07-28 one exchange carried two different results to its request."""
+    stream(c, [event(res(1, content=["one"])), event(res(1, content=["two"]))], body=call(1),
+           headers=V26)  # fmt: skip
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -81,6 +89,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (correct_replay, []),
     (equal_notifications_fresh_ids, []),
     (sessionless_ids_per_exchange, []),
+    (sessionless_exchange_answered_twice, [(["1"], [])]),
 ]
 
 
@@ -103,3 +112,32 @@ def test_evidence_and_detail() -> None:
     assert row["stream_ids"] == ["f3", "f2"]
     assert row["title"] == "Duplicate response: the response to request 5 sent on 2 logical streams"
     assert "idempotency keys" in row["detail"]
+
+
+# --- `_recurring`, on hand-built frames ---------------------------------------------------------
+
+KEYED = pl.LazyFrame(
+    {
+        "s": ["a", "a", "a", "b", "b", None, None, "c", "c", "c"],
+        "k": ["1", "1", "2", "1", "2", "1", "1", "9", "9", "9"],
+        "n": list(range(10)),
+    }
+)
+
+
+@pytest.mark.parametrize("engine", ["streaming", "in-memory"])
+def test_recurring_keeps_every_row_of_a_recurring_key_once(
+    engine: Literal["streaming", "in-memory"],
+) -> None:
+    got = _recurring(KEYED, KEYED, "s", "k").collect(engine=engine)
+    assert got.columns == ["s", "k", "n"]
+    assert sorted(got["n"].to_list()) == [0, 1, 5, 6, 7, 8, 9]
+
+
+def test_recurring_counts_the_rows_of_counted() -> None:
+    lone = KEYED.filter(pl.col("n").is_in([2, 4]))  # ("a", "2") and ("b", "2"): once each
+    assert _recurring(lone, lone, "s", "k").collect().height == 0
+    # A key that recurs in `counted` (a superset of the rows) lets its row through.
+    counted = pl.concat([KEYED, KEYED.filter(pl.col("n") == 4)])
+    got = _recurring(lone, counted, "s", "k").collect()
+    assert sorted(got["n"].to_list()) == [4]
