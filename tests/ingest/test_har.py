@@ -11,6 +11,7 @@ import pytest
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.har import read_har
+from tests.support.progress import assert_half_then_whole, read_with_progress
 
 
 def _entry(i: int, **over: Any) -> dict[str, Any]:
@@ -94,14 +95,8 @@ def test_not_a_har_file(tmp_path: Path) -> None:
 
 
 def test_progress_follows_the_file_to_its_end(tmp_path: Path) -> None:
+    # The JSON is loaded whole (half the bar), then converted entry by entry.
     path = tmp_path / "x.har"
     path.write_text(json.dumps({"log": {"version": "1.2", "entries": [_entry(0), _entry(1)]}}))
-    calls: list[tuple[int, int]] = []
-    out = tmp_path / "out"
-    out.mkdir()
-    read_har(path, out, progress=lambda done, total: calls.append((done, total)))
-    size = path.stat().st_size
-    # Loaded whole (half the bar), then converted entry by entry, then done.
-    assert calls[0] == (size // 2, size)
-    assert calls[-1] == (size, size)
-    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    calls = read_with_progress(read_har, path, tmp_path / "out")
+    assert_half_then_whole(calls, path.stat().st_size)

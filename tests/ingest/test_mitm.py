@@ -10,6 +10,7 @@ import pytest
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.mitm import read_mitm
+from tests.support.progress import assert_half_then_whole, read_with_progress
 
 
 def _flow(**kw: Any) -> Any:
@@ -82,19 +83,11 @@ def test_not_a_dump(tmp_path: Path) -> None:
 
 
 def test_progress_follows_the_dump_to_its_end(tmp_path: Path) -> None:
+    # Loading the one flow fills the first half of the bar, converting it the second.
     from mitmproxy import io
 
     path = tmp_path / "d.mitm"
     with path.open("wb") as fh:
-        writer = io.FlowWriter(fh)
-        writer.add(_flow())
-    calls: list[tuple[int, int]] = []
-    out = tmp_path / "out"
-    out.mkdir()
-    read_mitm(path, out, progress=lambda done, total: calls.append((done, total)))
-    size = path.stat().st_size
-    # Loading the one flow fills the first half of the bar, converting it the second.
-    assert calls[0] == (size // 2, size)
-    assert calls[-1] == (size, size)
-    assert all(total == size for _, total in calls)
-    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+        io.FlowWriter(fh).add(_flow())
+    calls = read_with_progress(read_mitm, path, tmp_path / "out")
+    assert_half_then_whole(calls, path.stat().st_size)
