@@ -30,7 +30,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
 from analyzer.findings import Severity
-from analyzer.timeline import payloads_of, rpc_messages_of
+from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -193,7 +193,7 @@ def _skipped(
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
     rid = pl.col("rpc_id").alias("request_id")
-    answers, cancels = rpc_messages_of(tl).filter(_ANSWER), rpc_messages_of(tl).filter(_CANCEL)
+    answers, cancels = tl.rpc_messages.filter(_ANSWER), tl.rpc_messages.filter(_CANCEL)
     answered = tl.streams.join(
         answers.select("session_id", rid, pl.col("ts").alias("a_ts")),
         on=["session_id", "request_id"],

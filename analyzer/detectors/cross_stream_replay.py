@@ -24,7 +24,6 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -67,8 +66,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "session_id", pl.col("stream_id").alias("first_stream_id"), pl.col("request_id")
     )
     by_response = (
-        rpc_messages_of(timeline)
-        .filter(
+        timeline.rpc_messages.filter(
             (pl.col("direction") == "s2c")
             & pl.col("kind").is_in(["response", "error"])
             & (pl.col("incarnation") > 0)

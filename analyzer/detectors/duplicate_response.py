@@ -24,7 +24,6 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -86,15 +85,15 @@ def _placed(rows: pl.LazyFrame, timeline: Timeline) -> pl.LazyFrame:
 def _responses(timeline: Timeline) -> pl.LazyFrame:
     """The responses (results and errors) whose request id recurs in their session, keyed.
 
-    They are read from `rpc_messages_of` (a few in a hundred messages). The key of both kinds
+    They are read from `Timeline.rpc_messages` (a few in a hundred messages). The key of both kinds
     of duplicate response, (session, `rkey`[, payload]), refines (session, request id): only a
     response whose request id recurs can be in a group of two, so the flow columns (carrier,
     era) are joined to those alone."""
     answers = (pl.col("kind") == "response") | (pl.col("kind") == "error")
-    rows = rpc_messages_of(timeline).filter(
+    rows = timeline.rpc_messages.filter(
         (pl.col("direction") == "s2c") & answers & pl.col("rpc_id").is_not_null()
     )
-    counted = rpc_messages_of(timeline).filter(
+    counted = timeline.rpc_messages.filter(
         (pl.col("direction") != "c2s") & pl.col("kind").is_in(["response", "error"])
         & pl.col("rpc_id").is_not_null()
     )  # fmt: skip

@@ -27,7 +27,6 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -47,7 +46,7 @@ _UNSEEN: Final = (
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per accepted client request that no response ever answered."""
     # Requests, answers and cancellations only: the rows `build_timeline` collected once.
-    msgs, ex = rpc_messages_of(timeline), timeline.exchanges
+    msgs, ex = timeline.rpc_messages, timeline.exchanges
     carrier = pl.coalesce("stream_id", "flow_id").alias("carrier")
     answers = msgs.filter(
         (pl.col("direction") == "s2c")

@@ -24,7 +24,6 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
 from analyzer.findings import Severity
-from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -70,11 +69,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             for key in ("event_id", "payload_hash")
         ]
     )
-    errors = (
-        rpc_messages_of(timeline)
-        .filter((pl.col("direction") == "s2c") & (pl.col("kind") == "error"))
-        .select(pl.col("flow_id").alias("r_flow"))
-    )
+    errors = timeline.rpc_messages.filter(
+        (pl.col("direction") == "s2c") & (pl.col("kind") == "error")
+    ).select(pl.col("flow_id").alias("r_flow"))
     sent = answer.group_by("r_flow").agg(
         pl.col("event_id").filter(_HAS_ID).sort_by("stream_pos").alias("sent"),
         (~pl.col("id_only")).sum().alias("payloads"),

@@ -22,7 +22,6 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline import rpc_messages_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -41,8 +40,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .otherwise(pl.lit("without a cursor"))
     )
     return (
-        rpc_messages_of(timeline)
-        .filter((pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"]))
+        timeline.rpc_messages.filter(
+            (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
+        )
         .join(gets, on="stream_id")
         .join(legacy, on="session_id", how="anti")
         .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left")

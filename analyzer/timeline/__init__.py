@@ -7,7 +7,7 @@ cursor resolution, the flow → stream map) and the small frames (streams, incar
 resumptions, tool_calls, sessions) and `exchanges` (one row per flow, read by most detectors), so
 detectors that each collect a frame do not redo them. These are collected one at a time, and a
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
-message rows of requests, responses and cancellations (`rpc_messages_of`). `sse_events` and
+message rows of requests, responses and cancellations (`rpc_messages`). `sse_events` and
 `messages` stay lazy scans of the Parquet tables joined to the flows' placement (collected
 once): a detector reads only the columns and rows it asks for.
 """
@@ -46,7 +46,6 @@ __all__ = [
     "build_timeline",
     "load_timeline",
     "payloads_of",
-    "rpc_messages_of",
 ]
 
 RPC_MESSAGE_ROWS: Final = (
@@ -184,11 +183,13 @@ class Timeline:
     tool_calls: pl.LazyFrame
     sessions: pl.LazyFrame
     payloads: pl.LazyFrame
+    # The `messages` rows `RPC_MESSAGE_ROWS` (requests, responses, errors, cancellations: a few
+    # in a hundred messages), columns `RPC_MESSAGE_COLUMNS`, collected once by `build_timeline`:
+    # a detector that judges requests and their answers reads them here instead of scanning
+    # every message again.
+    rpc_messages: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
-    # `messages` rows `RPC_MESSAGE_ROWS`, columns `RPC_MESSAGE_COLUMNS`: read through
-    # `rpc_messages_of`, which falls back on `messages` where this is not set.
-    rpc_messages: pl.LazyFrame | None = None
 
     def frames(self) -> dict[str, pl.LazyFrame]:
         """The frames by name (the keys of `analyzer.schema.TIMELINE_FRAMES`)."""
@@ -230,21 +231,6 @@ def payloads_of(
     )
 
 
-def rpc_messages_of(timeline: Timeline) -> pl.LazyFrame:
-    """The `messages` rows of requests, responses, errors and cancellations
-    (`RPC_MESSAGE_ROWS`, columns `RPC_MESSAGE_COLUMNS`).
-
-    `build_timeline` collects them once (the flow-level frames take their request and response
-    rows from them too): a detector that filters these rows from here reads a few in a hundred
-    messages instead of scanning every message again. (A stand-in timeline without them gets
-    the filter on `messages`.)
-    """
-    rows: pl.LazyFrame | None = getattr(timeline, "rpc_messages", None)
-    if rows is None:
-        return timeline.messages.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
-    return rows
-
-
 def build_timeline(
     raw: RawTables,
     inputs: Sequence[InputReport] = (),
@@ -274,8 +260,8 @@ def build_timeline(
     on_flows = placement(keyed, placed).collect(engine=_SMALL).lazy()
     message_frame = raw.messages.pipe(messages, placed=on_flows)
     # The few message rows that the flow-level frames and the detectors judging requests and
-    # their answers read (`rpc_messages_of`): one scan, kept (on disk when large) before the
-    # frames below take their rows from it.
+    # their answers read (`Timeline.rpc_messages`): one scan, kept (on disk when large) before
+    # the frames below take their rows from it.
     spill = _Spill(spill_dir)
     rpc_frame = spill.keep(
         "rpc_messages",

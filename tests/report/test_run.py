@@ -18,6 +18,7 @@ from analyzer.findings import Severity, empty_findings
 from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
+from analyzer.timeline import RPC_MESSAGE_COLUMNS
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -112,6 +113,7 @@ def fake_timeline(path: Path) -> Any:
             exchanges=frame(EXCHANGES, flow),
             sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
             streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
+            rpc_messages=empty["messages"].select(RPC_MESSAGE_COLUMNS),
         )
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 
 import polars as pl
@@ -17,7 +16,6 @@ from analyzer.timeline import (
     RawTables,
     Timeline,
     build_timeline,
-    rpc_messages_of,
 )
 from tests.support import traffic
 
@@ -106,7 +104,6 @@ def test_rpc_messages_are_the_messages_rows_they_name(
     spilled = build_timeline(
         RawTables.from_frames(normalize_records(traffic.capture_records())), spill_dir=tmp_path
     )
-    stand_in = dataclasses.replace(eager, rpc_messages=None)
-    for timeline in (lazy, eager, spilled, stand_in):
-        assert_frame_equal(rpc_messages_of(timeline).collect(), expected, check_row_order=False)
-    assert "parquet" in rpc_messages_of(spilled).explain().lower()
+    for timeline in (lazy, eager, spilled):
+        assert_frame_equal(timeline.rpc_messages.collect(), expected, check_row_order=False)
+    assert "parquet" in spilled.rpc_messages.explain().lower()
