@@ -374,7 +374,7 @@ class NormalizedFrames:
     def concat(parts: Iterable[NormalizedFrames]) -> NormalizedFrames:
         parts = list(parts)
         tables = {}
-        for name, table_schema in _TABLES.items():
+        for name, table_schema in S.RAW_TABLES.items():
             frames = [getattr(part, name) for part in parts]
             tables[name] = pl.concat(frames) if frames else S.empty(table_schema)
         tables["payloads"] = tables["payloads"].unique(
@@ -382,14 +382,6 @@ class NormalizedFrames:
         )
         return NormalizedFrames(**tables)
 
-
-_TABLES = {
-    "flows": S.RAW_FLOWS,
-    "events": S.RAW_EVENTS,
-    "messages": S.RAW_MESSAGES,
-    "tools": S.RAW_TOOLS,
-    "payloads": S.PAYLOADS,
-}
 
 # ---------------------------------------------------------------------------------------------
 # Per-flow state

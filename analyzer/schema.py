@@ -32,6 +32,7 @@ __all__ = [
     "RAW_EVENTS",
     "RAW_FLOWS",
     "RAW_MESSAGES",
+    "RAW_TABLES",
     "RAW_TOOLS",
     "RESUMPTIONS",
     "RPC_KIND",
@@ -224,6 +225,15 @@ PAYLOADS = pl.Schema(
     }
 )
 """Distinct payload texts: SSE data, request and response bodies."""
+
+RAW_TABLES: Mapping[str, pl.Schema] = {
+    "flows": RAW_FLOWS,
+    "events": RAW_EVENTS,
+    "messages": RAW_MESSAGES,
+    "tools": RAW_TOOLS,
+    "payloads": PAYLOADS,
+}
+"""The normalized tables by name (the Parquet parts of a cache entry, `NormalizedFrames`)."""
 
 # ----------------------------------------------------------------------------------------------
 # Timeline frames (what detectors read)

@@ -37,14 +37,6 @@ __all__ = [
     "read_inputs",
 ]
 
-_TABLE_SCHEMAS = {
-    "flows": S.RAW_FLOWS,
-    "events": S.RAW_EVENTS,
-    "messages": S.RAW_MESSAGES,
-    "tools": S.RAW_TOOLS,
-    "payloads": S.PAYLOADS,
-}
-
 
 def input_kind(path: Path) -> str:
     """capture, mitm or har: by the name, else by the first bytes."""
@@ -78,7 +70,7 @@ class Ingested:
 
     def scan(self, table: str) -> pl.LazyFrame:
         """One normalized table over all inputs (flows get the `input` index column)."""
-        schema = _TABLE_SCHEMAS[table]
+        schema = S.RAW_TABLES[table]
         frames = []
         for index, directory in enumerate(self.directories):
             if directory is None:

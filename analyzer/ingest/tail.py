@@ -66,13 +66,6 @@ __all__ = ["CaptureTail", "PollResult"]
 
 _READ_BLOCK = 16 << 20
 
-_TABLES: Final = {
-    "flows": S.RAW_FLOWS,
-    "events": S.RAW_EVENTS,
-    "messages": S.RAW_MESSAGES,
-    "tools": S.RAW_TOOLS,
-    "payloads": S.PAYLOADS,
-}
 # Each poll that reads something adds a small part per table: once more than `_MAX_SMALL`
 # parts under `_SMALL_BYTES` trail a table, they are merged into one (a bounded rewrite), so
 # a page left polling for hours scans a few files per table, not thousands.
@@ -200,7 +193,7 @@ class CaptureTail:
         self._seen_other: set[tuple[str, int]] = set()
         # The Parquet parts of the rows drained so far, per table, in the order written. The
         # files of an earlier start stay while a Timeline built from them scans them.
-        self._parts: dict[str, list[_Part]] = {table: [] for table in _TABLES}
+        self._parts: dict[str, list[_Part]] = {table: [] for table in S.RAW_TABLES}
 
     def close(self) -> None:
         """Let go of the rows read and the private folder (removed once no Timeline handed out
@@ -389,7 +382,7 @@ class CaptureTail:
         if self._store is None:
             self._store = _Store()
         store = self._store
-        for table in _TABLES:
+        for table in S.RAW_TABLES:
             frame: pl.DataFrame = getattr(frames, table)
             if frame.height == 0:
                 continue
@@ -405,7 +398,7 @@ class CaptureTail:
             if small > _MAX_SMALL:
                 merged = parts[-small:]
                 path = store.part_path(table)
-                pl.scan_parquet([p.path for p in merged], schema=_TABLES[table]).sink_parquet(
+                pl.scan_parquet([p.path for p in merged], schema=S.RAW_TABLES[table]).sink_parquet(
                     path, compression="zstd", compression_level=1, statistics=True
                 )
                 os.chmod(path, 0o600)
@@ -551,7 +544,7 @@ class CaptureTail:
         memory from the parts: for tests and small captures)."""
         with self._lock:
             raw = self._raw()
-            tables = {name: getattr(raw, name).collect() for name in _TABLES}
+            tables = {name: getattr(raw, name).collect() for name in S.RAW_TABLES}
         tables["payloads"] = tables["payloads"].unique(
             "data_hash", keep="first", maintain_order=True
         )
@@ -561,7 +554,7 @@ class CaptureTail:
         """Scans of the parts written so far (as `RawTables.from_ingested` scans a cache
         entry), the open flows' rows added to the flows."""
         scans: dict[str, pl.LazyFrame] = {}
-        for table, schema in _TABLES.items():
+        for table, schema in S.RAW_TABLES.items():
             files = [part.path for part in self._parts[table]]
             scans[table] = (
                 pl.scan_parquet(files, schema=schema) if files else S.empty(schema).lazy()
@@ -593,7 +586,7 @@ class CaptureTail:
             if self._store is None:
                 self._store = _Store()
             spill = _SpillFolder(self._store)
-            parts = tuple(part for table in _TABLES for part in self._parts[table])
+            parts = tuple(part for table in S.RAW_TABLES for part in self._parts[table])
             built = build_timeline(self._raw(), [self._report()], spill_dir=spill.path)
             weakref.finalize(built, _keep, parts, spill)
             self._timeline = (self.version, built)
