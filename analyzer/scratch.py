@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-__all__ = ["scratch_prefix"]
+__all__ = ["process_alive", "scratch_prefix", "sweep"]
 
 STALE_S: Final = 3600
 
@@ -51,14 +51,16 @@ def sweep(kind: str, *, now: float | None = None) -> list[Path]:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
-        if now - info.st_mtime < STALE_S or _alive(int(pid)):
+        if now - info.st_mtime < STALE_S or process_alive(int(pid)):
             continue
         shutil.rmtree(child, ignore_errors=True)
         removed.append(child)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one this process may not signal counts as alive; a
+    zombie too: reap a child before asking)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -16,6 +16,7 @@ from analyzer.normalize import NormalizedFrames, Normalizer
 
 __all__ = [
     "DAMAGE",
+    "PROGRESS_EVERY_S",
     "HalfMeter",
     "IngestError",
     "InputReport",
@@ -34,7 +35,8 @@ __all__ = [
 Progress = Callable[[int, int], None]
 """`progress(done, total)`: how many of an input's bytes are handled so far."""
 
-_PROGRESS_EVERY_S = 0.25
+PROGRESS_EVERY_S = 0.25
+"""How often readers report progress at most (seconds)."""
 
 
 class HalfMeter:
@@ -70,7 +72,7 @@ class HalfMeter:
             return
         now = time.monotonic()
         if now >= self._next:
-            self._next = now + _PROGRESS_EVERY_S
+            self._next = now + PROGRESS_EVERY_S
             done = (self._loaded + min(self._converted, self.total)) // 2
             self._progress(min(done, self.total), self.total)
 

@@ -33,6 +33,7 @@ import orjson
 import pydantic_core
 
 from analyzer.ingest.common import (
+    PROGRESS_EVERY_S,
     SKIPPED_KEYS,
     InputReport,
     PartWriter,
@@ -49,7 +50,6 @@ __all__ = ["PARALLEL_MIN_BYTES", "capture_files", "is_capture_file", "read_captu
 # Below this much input a process pool costs more (interpreter start, imports) than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
 _READ_BLOCK = 16 << 20
-_PROGRESS_EVERY_S = 0.25
 _BOM = b"\xef\xbb\xbf"
 _FLOW_KEY = b'"flow":'
 _HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
@@ -520,7 +520,7 @@ def _run(
             ) as pool:
                 futures = [pool.submit(_scan, task) for task in tasks]
                 while True:
-                    done, running = wait(futures, _PROGRESS_EVERY_S, FIRST_EXCEPTION)
+                    done, running = wait(futures, PROGRESS_EVERY_S, FIRST_EXCEPTION)
                     if not running or any(f.exception() is not None for f in done):
                         break  # all finished, or one failed: result() below raises it
                     if progress is not None:

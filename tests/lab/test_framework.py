@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import pkgutil
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import lab.scenarios
+from analyzer.scratch import process_alive
 from lab import cli
 from lab.framework import (
     Expected,
@@ -33,15 +33,6 @@ def expected_file(tmp_path: Path) -> Path:
     path = tmp_path / "x.expected.json"
     path.write_text('{"required": ["stale-cursor"], "evidence": {"event_ids": ["6"]}}\n')
     return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(pid, 0); Popen.wait() reaped ours, so this is another's.
-    return True
 
 
 def _web_server(ctx: LabContext) -> int:
@@ -101,7 +92,7 @@ def test_run_scenario_records_notes_copies_expected_and_stops_processes(
             "ready_s": record["processes"][0]["ready_s"],  # type: ignore[index]
         }
     ]
-    assert not _alive(notes["pid"])
+    assert not process_alive(notes["pid"])
     assert (directory / "logs" / "web.log").exists()
 
 
@@ -160,7 +151,7 @@ def test_the_budget_is_enforced_and_processes_are_stopped(
     assert time.monotonic() - started < 10
     record = load_lab_record(tmp_path / "fw-slow")
     pid = record["notes"]["pid"]  # type: ignore[index]
-    assert not _alive(pid)
+    assert not process_alive(pid)
 
 
 def test_a_failing_client_becomes_a_lab_error(tmp_path: Path, expected_file: Path) -> None:
