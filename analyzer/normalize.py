@@ -109,7 +109,8 @@ def _sorted_hash(value: object, compact: bytes | None, raw: bytes, raw_hash: str
 # ---------------------------------------------------------------------------------------------
 
 # (member, kind, rpc_id, method, reason, payload_hash, tool_name, arguments_hash, mrtr_params,
-#  input_required, is_error, error_code, protocol_version, client_info, cancel_id)
+#  input_required, is_error, error_code, protocol_version, client_info, cancel_id,
+#  progress_token, progress)
 _MsgRow = tuple[
     int | None,
     str,
@@ -126,6 +127,8 @@ _MsgRow = tuple[
     str | None,
     str | None,
     str | None,
+    str | None,
+    float | None,
 ]
 # (rpc_id, tool_name, annotated, read_only, destructive, idempotent, open_world)
 _ToolRow = tuple[str | None, str, bool, bool | None, bool | None, bool | None, bool | None]
@@ -139,6 +142,24 @@ def _client_info(info: object) -> str | None:
     if not isinstance(name, str):
         return None
     return f"{name}/{version}" if isinstance(version, str) else name
+
+
+def _progress(params: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    """A progress notification's token (canonical JSON) and value (when a finite number)."""
+    token = params.get("progressToken")
+    try:  # the usual token is an int: its canonical JSON is its decimal text
+        key = str(token) if type(token) is int else None if token is None else canonical_json(token)
+    except (TypeError, ValueError):  # not JSON, or an int too long to write
+        key = None
+    value = params.get("progress")
+    if isinstance(value, float):
+        return key, value
+    if not isinstance(value, int) or isinstance(value, bool):  # a flag is no progress value
+        return key, None
+    try:
+        return key, float(value)
+    except OverflowError:  # an integer beyond float range
+        return key, None
 
 
 def _hint(annotations: Mapping[str, Any], key: str) -> bool | None:
@@ -157,7 +178,8 @@ def _describe(
     value = msg.value
     if payload_hash is None:
         payload_hash = raw_hash if msg.reason in _UNPARSED else fast_canonical_hash(value)
-    tool_name = arguments_hash = protocol_version = client_info = cancel_id = None
+    tool_name = arguments_hash = protocol_version = client_info = cancel_id = token = None
+    progress: float | None = None
     mrtr_params = input_required = is_error = None
     error_code: int | None = None
     tools: list[_ToolRow] = []
@@ -176,6 +198,8 @@ def _describe(
                     pv = params.get("protocolVersion")
                     protocol_version = pv if isinstance(pv, str) else None
                     client_info = _client_info(params.get("clientInfo"))
+                elif method == "notifications/progress":
+                    token, progress = _progress(params)
                 elif method == "notifications/cancelled" and "requestId" in params:
                     try:
                         cancel_id = canonical_json(params["requestId"])
@@ -221,6 +245,8 @@ def _describe(
         protocol_version,
         client_info,
         cancel_id,
+        token,
+        progress,
     )
     return row, tools
 

@@ -53,7 +53,7 @@ __all__ = [
 
 # Bumped whenever a normalized table changes shape or meaning: it is part of the cache key, so a
 # new analyzer never reads an old cache it would misunderstand.
-NORMALIZED_VERSION = 3
+NORMALIZED_VERSION = 4
 
 TS: pl.DataType = pl.Datetime("ns", "UTC")
 """Every timestamp: wall clock of the capturing proxy, ns since the epoch, UTC."""
@@ -199,6 +199,8 @@ RAW_MESSAGES = pl.Schema(
         "protocol_version": _STR,  # initialize params/result protocolVersion, or 2026 _meta
         "client_info": _STR,  # "name/version" of initialize params.clientInfo or 2026 _meta
         "cancel_id": _STR,  # notifications/cancelled params.requestId (canonical JSON)
+        "progress_token": _STR,  # notifications/progress params.progressToken (canonical JSON)
+        "progress": pl.Float64(),  # notifications/progress params.progress, when a number
     }
 )
 
@@ -344,6 +346,8 @@ MESSAGES = pl.Schema(
         "protocol_version": _STR,
         "client_info": _STR,
         "cancel_id": _STR,
+        "progress_token": _STR,
+        "progress": pl.Float64(),
     }
 )
 """One row per JSON-RPC message (batch members split out)."""

@@ -332,3 +332,30 @@ def test_a_flow_row_is_written_at_its_stream_end() -> None:
     normalizer.add_all(c.records)
     assert normalizer.drain().flows["flow_id"].to_list() == ["f1"]
     assert normalizer.finish().flows.select("flow_id", "end_how").rows() == [("f2", None)]
+
+
+def test_progress_notifications_carry_their_token_and_numeric_value() -> None:
+    c = Capture()
+    f = c.request(body=req("tools/call", 1, name="t", arguments={}))
+    c.response(f, sse=True)
+    sent = [
+        {"progressToken": 4, "progress": 1},
+        {"progressToken": "p", "progress": 2.5},
+        {"progressToken": "q", "progress": True},  # not a number
+        {"progressToken": "r", "progress": "3"},  # not a number either
+        {"progressToken": 5, "progress": 10**400},  # beyond float range
+        {"progress": 7},  # no token
+    ]
+    for n, params in enumerate(sent):
+        c.chunk(f, sse(event(req("notifications/progress", **params))), n=n)
+    c.chunk(f, sse(event(req("notifications/cancelled", requestId=1, progress=9))), n=len(sent))
+    got = normalize_records(c.records).messages.filter(pl.col("source") == "sse")
+    assert got.select("progress_token", "progress").rows() == [
+        ("4", 1.0),
+        ('"p"', 2.5),
+        ('"q"', None),
+        ('"r"', None),
+        ("5", None),
+        (None, 7.0),
+        (None, None),  # other methods never carry them
+    ]

@@ -30,7 +30,6 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
 from analyzer.findings import Severity
-from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -41,11 +40,16 @@ _SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
 # Delivered from the resume on: on its incarnation or a later one, or after its request.
 _LATER: Final = (pl.col("incarnation") >= pl.col("r_inc")) | (pl.col("ts") >= pl.col("r_ts"))
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
-_PROGRESS: Final = (pl.col("method") == "notifications/progress") & (pl.col("source") == "sse")
 _ANSWER: Final = (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
 _CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
 _EVENTS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal", "stream_pos",
                   "event_id", "id_only", "payload_hash")  # fmt: skip
+
+
+def _number(name: str) -> pl.Expr:
+    """A float as JSON wrote it: 6.0 as 6."""
+    x = pl.col(name)
+    return pl.when(x % 1 == 0).then(x.cast(pl.Int64).cast(pl.String)).otherwise(x.cast(pl.String))
 
 
 def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) -> list[pl.Expr]:
@@ -117,24 +121,17 @@ def _skipped(
     tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame, jump: float
 ) -> pl.LazyFrame:
     """Resumes whose first progress value jumps past the client's last by more than a step."""
-    payload = pl.col("text").str
-    # Only the resumed streams' progress matters: keep those rows before reading any payload.
-    notes = (
-        tl.messages.filter(_PROGRESS)
-        .join(resumes.select("stream_id"), on="stream_id", how="semi")
-        .select("flow_id", "ordinal", "data_hash")
-    )
-    fields = payloads_of(
-        tl,
-        notes,
-        payload.json_path_match("$.params.progressToken").alias("token"),
-        payload.json_path_match("$.params.progress").alias("shown"),
-        text=False,
-    )
+    # The normalizer read each progress notification's token and value (only those rows carry
+    # a `progress`): no payload is parsed here, and only the resumed streams' rows are kept.
     progress = (
-        notes.join(fields.filter(~pl.col("base64")), on="data_hash")
-        .select("flow_id", "ordinal", "token", "shown")
-        .with_columns(pl.col("shown").cast(pl.Float64, strict=False).alias("p"))
+        tl.messages.filter(pl.col("progress").is_not_null() & (pl.col("source") == "sse"))
+        .join(resumes.select("stream_id"), on="stream_id", how="semi")
+        .select(
+            "flow_id",
+            "ordinal",
+            pl.col("progress_token").alias("token"),
+            pl.col("progress").alias("p"),
+        )
         .drop_nulls()
         .join(events, on=["flow_id", "ordinal"])
         .cache()  # read by `step` and `seen`: computed once
@@ -159,7 +156,6 @@ def _skipped(
         .group_by("r_flow", "token")
         .agg(
             pl.col("p").sort_by("stream_pos").last().alias("p_last"),
-            pl.col("shown").sort_by("stream_pos").last().alias("shown_last"),
         )
     )
     jumps = (
@@ -178,12 +174,10 @@ def _skipped(
         "longer held).",
         _WHERE,
         "token",
-        "shown",
+        _number("p"),
         "event_id",
-        "shown_last",
-        pl.when(pl.col("d") % 1 == 0)
-        .then(pl.col("d").cast(pl.Int64).cast(pl.String))
-        .otherwise(pl.col("d").cast(pl.String)),
+        _number("p_last"),
+        _number("d"),
         missing,
     )
     ids, flows = pl.concat_list("cursor", "event_id"), pl.concat_list("cursor_flow_id", "r_flow")
