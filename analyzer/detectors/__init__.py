@@ -10,6 +10,7 @@ detector on its own, so a detector that raises costs its own findings only: it b
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import tomllib
 import types
@@ -158,7 +159,9 @@ def select_detectors(
 ) -> tuple[Detector, ...]:
     """The detectors to run, in id order; an unknown id in `only` or `disable` is a ConfigError.
 
-    `analysis-error` is always kept: disabling it must not hide a detector that failed.
+    `analysis-error` is always kept: disabling it must not hide a detector that failed. A
+    selection that leaves no other detector (an empty `--only`, or one `--disable` cancels) is a
+    ConfigError too: a run that judges nothing must not pass a CI job.
     """
     registry = _by_id(detectors)
     only_ids = _known_ids(only, registry, "--only")
@@ -169,6 +172,8 @@ def select_detectors(
         if det_id == ANALYSIS_ERROR
         or ((only_ids is None or det_id in only_ids) and det_id not in (disabled or set()))
     ]
+    if not any(det.id != ANALYSIS_ERROR for det in chosen):
+        raise ConfigError("--only and --disable leave no detector to run")
     return tuple(chosen)
 
 
@@ -181,6 +186,8 @@ def load_config(path: Path, detectors: Iterable[Detector] = DETECTORS) -> Detect
         raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config {path} is not valid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path} is not UTF-8 text (byte {e.start})") from e
     unknown = sorted(set(data) - {"detectors"})
     if unknown:
         raise ConfigError(f"config {path}: unknown table(s) {', '.join(unknown)}")
@@ -218,7 +225,10 @@ def validate_config(
                     f"detectors.{det_id}.{key} must be {type(default).__name__}, "
                     f"not {type(value).__name__}"
                 )
-            values[key] = _as_kind(default, value)
+            value = _as_kind(default, value)
+            if isinstance(value, int | float) and not 0 <= value < math.inf:
+                raise ConfigError(f"detectors.{det_id}.{key} must be a finite number >= 0")
+            values[key] = value
         out[det_id] = values
     return out
 

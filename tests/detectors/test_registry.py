@@ -199,6 +199,22 @@ def test_analysis_error_cannot_be_disabled() -> None:
     assert [d.id for d in chosen] == ["alpha", ANALYSIS_ERROR]
 
 
+@pytest.mark.parametrize(
+    ("only", "disable"),
+    [
+        ([], None),
+        (["alpha"], ["alpha"]),
+        (None, ["alpha", "bravo", "charlie"]),
+        ([ANALYSIS_ERROR], None),
+    ],
+)
+def test_a_selection_of_no_detector_is_a_config_error(
+    only: list[str] | None, disable: list[str] | None
+) -> None:
+    with pytest.raises(ConfigError, match="leave no detector to run"):
+        select_detectors(only=only, disable=disable, detectors=FAKES)
+
+
 def test_on_start_sees_each_detector_in_id_order() -> None:
     seen: list[str] = []
     run_detectors(TIMELINE, detectors=FAKES, on_start=lambda d: seen.append(d.id))
@@ -244,6 +260,10 @@ def test_config_thresholds_reach_the_detector() -> None:
         ({"repeated-thing": {"limit": True}}, "limit must be int, not bool"),
         ({"repeated-thing": {"window_s": "60"}}, "window_s must be float, not str"),
         ({"repeated-thing": 5}, "must be a table"),
+        ({"repeated-thing": {"window_s": -5}}, "window_s must be a finite number >= 0"),
+        ({"repeated-thing": {"limit": -1}}, "limit must be a finite number >= 0"),
+        ({"repeated-thing": {"window_s": float("inf")}}, "window_s must be a finite number"),
+        ({"repeated-thing": {"window_s": float("nan")}}, "window_s must be a finite number"),
     ],
 )
 def test_config_errors(config: dict[str, Any], message: str) -> None:
@@ -273,6 +293,13 @@ def test_load_config_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "seamwatch.toml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
+        load_config(path, WINDOWED)
+
+
+def test_load_config_of_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "seamwatch.toml"
+    path.write_bytes(b"\xff\xfe[detectors]\n")
+    with pytest.raises(ConfigError, match=r"seamwatch\.toml is not UTF-8 text"):
         load_config(path, WINDOWED)
 
 

@@ -176,7 +176,7 @@ def test_fail_on_info_exits_1(capture: Path, capsys: pytest.CaptureFixture[str])
 
 def test_only_and_disable(capture: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert analyze(str(capture), "--fail-on", "info", "--disable", "capture-health") == 0
-    assert analyze(str(capture), "--fail-on", "info", "--only", "analysis-error") == 0
+    assert analyze(str(capture), "--fail-on", "info", "--only", "capture-health") == 1
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "junit", "sarif"])
@@ -194,6 +194,9 @@ def test_out_file_same_bytes_twice(capture: Path, tmp_path: Path, fmt: str) -> N
         (["--fail-on", "critical"], "--fail-on: unknown severity"),
         (["--only", "nope"], "--only: unknown detector(s) nope"),
         (["--disable", "capture-health,nope"], "--disable: unknown detector(s) nope"),
+        (["--only", ""], "leave no detector to run"),
+        (["--only", "causal-gap", "--disable", "causal-gap"], "leave no detector to run"),
+        (["--only", "analysis-error"], "leave no detector to run"),
         (["--config", "/nonexistent/seamwatch.toml"], "cannot read config"),
     ],
 )
