@@ -6,6 +6,7 @@ at a fixed width, so it reads the same without colour and the same input gives t
 
 from __future__ import annotations
 
+import re
 from typing import Final, TextIO
 
 from rich import box
@@ -27,6 +28,12 @@ _STYLE: Final = {
     Severity.LOW: "cyan",
     Severity.INFO: "dim",
 }
+
+
+# What a terminal would act on instead of showing: C0 and C1 controls (escape sequences, bells,
+# carriage returns) and the bidirectional overrides that reorder what is shown. Titles and
+# session ids carry server-chosen text (event ids, tool names): each of these is shown as U+FFFD.
+_NOT_INERT: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def write(report: Report, out: TextIO, *, terminal: bool | None = None) -> None:
@@ -103,11 +110,15 @@ def _table(report: Report, *, terminal: bool) -> Table:
         severity = Severity(row["severity"])
         table.add_row(
             Text(severity.value.upper(), style=_STYLE[severity] if terminal else ""),
-            Text(row["detector"]),
-            Text(row["session"] or "-"),
-            Text(row["title"]),
+            Text(_inert(row["detector"])),
+            Text(_inert(row["session"] or "-")),
+            Text(_inert(row["title"])),
         )
     return table
+
+
+def _inert(text: str) -> str:
+    return _NOT_INERT.sub("\ufffd", text)
 
 
 def _isatty(out: TextIO) -> bool:

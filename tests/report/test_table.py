@@ -60,3 +60,16 @@ def test_a_stream_that_is_not_a_tty_gets_the_plain_table(report: Report) -> None
     out = io.StringIO()
     table_report.write(report, out)
     assert out.getvalue() == table_report.render(report)
+
+
+def test_server_text_cannot_drive_the_terminal() -> None:
+    hostile = "\x1b[2J\x1b]0;pwned\x07e2 \u202egnp.exe\r\x9b31m"
+    row = {**ROWS[0], "session": "mcp:\x1b[31mred", "title": f"event id {hostile} issued twice"}
+    report = make_report([row])
+    plain = table_report.render(report)
+    out = io.StringIO()
+    table_report.write(report, out, terminal=True)
+    for text in (plain, out.getvalue()):
+        for planted in ("\x1b[2J", "\x1b]0;", "\x07", "\x1b[31mred", "\u202e", "\r", "\x9b"):
+            assert planted not in text
+        assert "pwned" in text  # shown, as inert text
