@@ -67,6 +67,9 @@ class Ingested:
 
     inputs: tuple[InputReport, ...]
     directories: tuple[Path | None, ...]  # None for an input skipped as already read
+    # Per input, the ids of its flows that an earlier input holds too (the same capture under
+    # two paths, or a copy of some of its files): left out of its tables. None when none.
+    repeated: tuple[pl.DataFrame | None, ...] = ()
 
     def scan(self, table: str) -> pl.LazyFrame:
         """One normalized table over all inputs (flows get the `input` index column)."""
@@ -79,6 +82,9 @@ class Ingested:
             if not files:
                 continue
             frame = pl.scan_parquet(files, schema=schema)
+            repeated = self.repeated[index] if index < len(self.repeated) else None
+            if repeated is not None and "flow_id" in schema:
+                frame = frame.join(repeated.lazy(), on="flow_id", how="anti")
             if table == "flows":
                 frame = frame.with_columns(pl.lit(index, pl.Int32).alias("input"))
             frames.append(frame)
@@ -104,7 +110,6 @@ def read_inputs(
     client_header: str | None = None,
     cache: bool = True,
     workers: int | None = None,
-    on_input: Callable[[InputReport], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> Ingested:
     """Read every input (from its cache when valid); raise IngestError if one is unusable.
@@ -112,6 +117,8 @@ def read_inputs(
     `replica_header` names the response header identifying a replica (it overrides what a
     capture recorded); `client_header` the request header naming a client (2026 sessions).
     `on_progress(path, done, total)` follows the bytes of an input being parsed (not cached).
+    A flow that an earlier input holds too is left out of the later one's tables, and counted
+    in its report (`duplicate_flow`).
     """
     reports: list[InputReport] = []
     directories: list[Path | None] = []
@@ -125,7 +132,7 @@ def read_inputs(
             reports.append(
                 InputReport(str(path), kind, 0, 0, {"duplicate_input": 1}, ("already read",), ())
             )
-            directories.append(Path("/nonexistent"))
+            directories.append(None)
             continue
         seen_files |= resolved
         try:
@@ -138,12 +145,39 @@ def read_inputs(
             if on_progress is not None:
                 progress = partial(on_progress, str(path))
             entry = _parse(path, kind, key, replica_header, client_header, cache, workers, progress)
-        report = _report_from(entry)
-        reports.append(report)
+        reports.append(_report_from(entry))
         directories.append(entry.directory)
-        if on_input is not None:
-            on_input(report)
-    return Ingested(tuple(reports), tuple(directories))
+    repeated = _repeated_flows(directories)
+    for index, flows in enumerate(repeated):
+        if flows is not None:
+            report = reports[index]
+            counts = {**report.counts, "duplicate_flow": flows.height}
+            reports[index] = replace(report, counts=counts, warnings=describe_counts(counts))
+    return Ingested(tuple(reports), tuple(directories), tuple(repeated))
+
+
+def _repeated_flows(directories: Sequence[Path | None]) -> list[pl.DataFrame | None]:
+    """Per input, its flow ids that an earlier input read too (None when there are none).
+
+    Flow ids are unique per flow (mitmproxy's UUIDs; HAR entries are named by the file's
+    content): one seen in two inputs is the same flow read twice, which would otherwise count
+    every event twice and pair each copy with the other as a duplicate.
+    """
+    scans = [
+        pl.scan_parquet(sorted(d.glob("flows-*.parquet")), schema=S.RAW_FLOWS)
+        .select("flow_id")
+        .with_columns(pl.lit(i, pl.Int32).alias("input"))
+        for i, d in enumerate(directories)
+        if d is not None and any(d.glob("flows-*.parquet"))
+    ]
+    found: list[pl.DataFrame | None] = [None] * len(directories)
+    if len(scans) < 2:
+        return found
+    first = pl.col("input").min().over("flow_id")
+    later = pl.concat(scans).filter(pl.col("input") > first).unique().collect()
+    for (index,), flows in later.partition_by("input", as_dict=True).items():
+        found[int(index)] = flows.select("flow_id")
+    return found
 
 
 def _parse(

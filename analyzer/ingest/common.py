@@ -103,6 +103,7 @@ DAMAGE: Mapping[str, str] = {
     "duplicate_record": "duplicated record(s) skipped",
     "duplicate_file": "duplicated capture file(s) ignored",
     "duplicate_input": "input(s) already read through another path, ignored",
+    "duplicate_flow": "flow(s) already read from an earlier input, ignored",
     "seq_gap": "record(s) missing (gaps in seq)",
     "missing_close": "run(s) without capture_close (unclean stop)",
     "missing_open": "file(s) without capture_open",
