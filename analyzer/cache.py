@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Sequence
@@ -82,6 +83,19 @@ def _cache_root(path: Path) -> Path:
     return (path if path.is_dir() else path.parent) / CACHE_DIR
 
 
+def _ours(folder: Path) -> bool:
+    """Whether a folder is a real directory of this user that nobody else can write to.
+
+    Only such a folder is read as cache: whoever can write into it could plant an entry under
+    a key anyone can compute (names, sizes and mtimes) and forge an analysis.
+    """
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def _identity(path: Path) -> str:
     """`<name>-<hash of the absolute path>`: names the entries of one input."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", path.resolve().name)[:48] or "input"
@@ -100,7 +114,10 @@ class CacheEntry:
 
 def find_entry(path: Path, key: str) -> CacheEntry | None:
     """The complete cache entry of this input and key, if any."""
-    directory = _cache_root(path) / f"{_identity(path)}-{key}"
+    root = _cache_root(path)
+    directory = root / f"{_identity(path)}-{key}"
+    if not (_ours(root) and _ours(directory)):
+        return None
     try:
         manifest = json.loads((directory / MANIFEST).read_text("utf-8"))
     except (OSError, ValueError):
@@ -124,6 +141,10 @@ class EntryBuilder:
             root = _cache_root(self.path)
             try:
                 root.mkdir(mode=0o700, exist_ok=True)
+                if not root.is_symlink() and root.stat().st_uid == os.getuid():
+                    root.chmod(0o700)  # a folder made by hand, or by an older version
+                if not _ours(root):
+                    raise PermissionError(f"{root} is not a private folder of this user")
                 _sweep(root)
                 directory = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
             except OSError:

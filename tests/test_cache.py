@@ -94,3 +94,47 @@ def test_stale_temporary_folders_are_swept(tmp_path: Path) -> None:
     fresh.mkdir()
     build_entry(path, _key(path)).abandon()
     assert not stale.exists() and fresh.exists()
+
+
+def _committed(tmp_path: Path) -> tuple[Path, str, Path]:
+    path = _file(tmp_path)
+    key = _key(path)
+    entry = build_entry(path, key).commit({"report": {"records": 1}})
+    assert find_entry(path, key) is not None
+    return path, key, entry.directory
+
+
+def test_a_cache_others_can_write_to_is_not_read_and_is_made_private(tmp_path: Path) -> None:
+    path, key, _ = _committed(tmp_path)
+    root = tmp_path / CACHE_DIR
+    root.chmod(0o777)  # anyone could have planted an entry under a key they can compute
+    assert find_entry(path, key) is None
+    build_entry(path, key).commit({})  # this user's next analysis takes the folder back
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert find_entry(path, key) is not None
+
+
+def test_an_entry_others_can_write_to_is_not_read(tmp_path: Path) -> None:
+    path, key, directory = _committed(tmp_path)
+    directory.chmod(0o757)
+    assert find_entry(path, key) is None
+
+
+def test_a_symlinked_cache_folder_is_neither_read_nor_written(tmp_path: Path) -> None:
+    capture, elsewhere = tmp_path / "capture", tmp_path / "elsewhere"
+    capture.mkdir()
+    elsewhere.mkdir(mode=0o700)
+    path = _file(capture)
+    key = _key(path)
+    (capture / CACHE_DIR).symlink_to(elsewhere)
+    entry = build_entry(path, key).commit({})
+    assert not any(elsewhere.iterdir())  # fell back to a private temporary folder
+    assert str(entry.directory) in cache._temp_dirs
+    assert find_entry(path, key) is None
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
+def test_an_entry_of_another_user_is_not_read(tmp_path: Path) -> None:
+    path, key, directory = _committed(tmp_path)
+    os.chown(directory, 65534, 65534)
+    assert find_entry(path, key) is None
