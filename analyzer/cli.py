@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +22,10 @@ class UsageError(Exception):
 
 def _listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    if not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} of {value!r} is not in 1-65535")
     return (host.strip("[]") or "127.0.0.1"), int(port)
 
 
@@ -29,13 +33,45 @@ def _upstream(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"expected an http(s) URL, got {value!r}")
+    try:
+        port = parts.port  # None when absent; ValueError when not a number or above 65535
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"the port of {value!r} is not a number in 1-65535")
     return value
+
+
+def _check_listen(host: str, port: int) -> None:
+    """UsageError when the proxy could not listen on host:port (in use, no such address).
+
+    Binds as asyncio's server will (every address the host resolves to, SO_REUSEADDR), then
+    lets go, so the user gets one line instead of mitmproxy's hint, whose `--mode` option
+    seamwatch does not have.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as e:
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    for family, kind, proto, _name, address in infos:
+        try:
+            probe = socket.socket(family, kind, proto)
+        except OSError:
+            continue  # a family this machine lacks; asyncio skips it as well
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as e:
+                reason = "address in use" if e.errno == errno.EADDRINUSE else e.strerror or e
+                raise UsageError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
     from addons import proxy
 
     host, port = args.listen
+    _check_listen(host, port)
     out = Path(args.out)
     if not args.no_redact:
         redact = True
@@ -101,17 +137,34 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="address to listen on (default 127.0.0.1:8080)",
     )
-    p.add_argument("--out", default="seamwatch-capture", help="capture directory")
+    p.add_argument(
+        "--out", default="seamwatch-capture", help="capture directory (default seamwatch-capture)"
+    )
     p.add_argument("--replica-header", metavar="NAME", help="response header naming the replica")
     p.add_argument("--client-header", metavar="NAME", help="request header naming the client")
     p.add_argument("--no-redact", action="store_true", help="write credentials to disk unredacted")
     p.set_defaults(func=_cmd_proxy)
 
     a = sub.add_parser("analyze", help="analyze captures, dumps or HAR files")
-    a.add_argument("paths", nargs="+", metavar="PATH")
-    a.add_argument("--format", choices=("table", "json", "junit", "sarif"), default="table")
+    a.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a capture directory or file, a mitmproxy dump or a .har; several are merged",
+    )
+    a.add_argument(
+        "--format",
+        choices=("table", "json", "junit", "sarif"),
+        default="table",
+        help="report format (default table)",
+    )
     a.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
-    a.add_argument("--fail-on", default="medium", metavar="SEVERITY|none")
+    a.add_argument(
+        "--fail-on",
+        default="medium",
+        metavar="SEVERITY|none",
+        help="exit 1 when a finding is at or above this severity (default medium; none: never)",
+    )
     a.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
     a.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
     a.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
@@ -121,11 +174,23 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_analyze)
 
     d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
-    d.add_argument("path", nargs="?", default=None, metavar="PATH")
-    d.add_argument("--port", type=int, default=8501)
-    d.add_argument("--address", default="127.0.0.1")
+    d.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        metavar="PATH",
+        help="a capture directory or file, a mitmproxy dump or a .har to browse",
+    )
+    d.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    d.add_argument(
+        "--address",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address to serve on (default 127.0.0.1; a non-loopback one warns: no login)",
+    )
     d.set_defaults(func=_cmd_dashboard)
 
+    # The lab parses its own arguments (lab/cli.py), `--help` included: see `main`.
     lab = sub.add_parser("lab", help="run the fault-injection lab", add_help=False)
     lab.add_argument("lab_args", nargs=argparse.REMAINDER)
     lab.set_defaults(func=_cmd_lab)
@@ -147,7 +212,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # finds the small side (the key sets detectors join on) and streams the large one.
     os.environ.setdefault("POLARS_JOIN_SAMPLE_LIMIT", "10000")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "lab":
+        # REMAINDER takes nothing when the lab's arguments start with an option (`lab --help`):
+        # argparse leaves those, and all after them, unrecognized, in order. They are the lab's.
+        args.lab_args = [*rest, *args.lab_args]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         code: int = args.func(args)
     except UsageError as e:

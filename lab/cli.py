@@ -7,11 +7,12 @@ one-line reason on bad usage, an unknown scenario or a scenario that could not r
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lab.framework import DEFAULT_BUDGET_S, LabError, Scenario, run_scenario
+from lab.framework import DEFAULT_BUDGET_S, LabError, Scenario, prepare_out_dir, run_scenario
 from lab.scenarios import SCENARIOS, by_name
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -28,6 +29,17 @@ class _Usage(Exception):
     """Bad usage: exit 2 with this one-line reason."""
 
 
+def _budget(value: str) -> float:
+    """`--budget`: a positive, finite number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="seamwatch lab", description="Run the fault-injection lab.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -37,7 +49,13 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("scenario", nargs="?", metavar="SCENARIO", help="one scenario by name")
     which.add_argument("--all", action="store_true", help="every scenario, in list order")
     run.add_argument("--out", required=True, metavar="DIR", help="where scenario dirs go")
-    run.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds per scenario")
+    run.add_argument(
+        "--budget",
+        type=_budget,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"time each scenario may take (default {DEFAULT_BUDGET_S:g})",
+    )
     run.add_argument(
         "--direct",
         action="store_true",
@@ -66,6 +84,10 @@ def main(argv: Sequence[str]) -> int:
                 print(f"{scenario.name:<{width}}  {scenario.description}")
             return EXIT_OK
         scenarios = _selected(args)
+        try:
+            prepare_out_dir(Path(args.out))
+        except LabError as exc:
+            raise _Usage(f"--out {exc}") from None
     except _Usage as exc:
         print(f"seamwatch lab: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lab import ts
-from lab.framework import LabError, Scenario, run_scenario
+from lab.framework import LabError, Scenario, prepare_out_dir, run_scenario
 from lab.scenarios import SCENARIOS
 from lab.verdict import Verdict, expected_text, judge
 
@@ -140,6 +140,11 @@ def main(
     out = DEFAULT_OUT if out is None else out
     chosen = list(SCENARIOS if scenarios is None else scenarios)
     registered = [det.id for det in DETECTORS]
+    try:
+        prepare_out_dir(out)
+    except LabError as exc:
+        print(f"seamwatch demo: --out {exc}", file=log, flush=True)
+        return EXIT_ERROR
     print(
         f"seamwatch demo: {len(chosen)} lab scenarios, each real MCP traffic on 127.0.0.1 through "
         f"`seamwatch proxy`, analyzed and compared with its expected.json; captures in {out}/",

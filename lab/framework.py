@@ -422,6 +422,21 @@ def load_lab_record(scenario_dir: Path) -> dict[str, object]:
     return data
 
 
+def prepare_out_dir(out_dir: Path) -> None:
+    """Make `out_dir` (and its parents) if missing; LabError when scenarios cannot go there.
+
+    Called before any scenario starts, so a bad `--out` is one line, not a failed scenario.
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file, or a link to one, where the directory should be
+        raise LabError(f"{out_dir}: not a directory") from None
+    except OSError as exc:  # a file on the way there, no permission, a read-only file system
+        raise LabError(f"{out_dir}: {(exc.strerror or str(exc)).lower()}") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise LabError(f"{out_dir}: not writable")
+
+
 def run_scenario(
     scenario: Scenario,
     out_dir: Path,
@@ -442,7 +457,10 @@ def run_scenario(
         if not (scenario_dir / LAB_RECORD).exists():
             raise LabError(f"{scenario_dir} exists and was not made by the lab; not replacing it")
         shutil.rmtree(scenario_dir)
-    scenario_dir.mkdir(parents=True)
+    try:
+        scenario_dir.mkdir(parents=True)
+    except OSError as err:
+        raise LabError(f"cannot make {scenario_dir}: {err.strerror or err}") from None
     ctx = LabContext(scenario_dir, name=scenario.name, direct=direct, budget_s=budget_s)
     failure: list[BaseException] = []
 

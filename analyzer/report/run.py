@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +85,7 @@ def analyze_command(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
+    _check_out(args.out)
 
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
     # 10M events); the folder lives as long as the analysis.
@@ -191,6 +193,26 @@ def build_report(
         fail_on=fail_on,
         flow_inputs=dict(zip(flows["flow_id"].to_list(), flows["input"].to_list(), strict=True)),
     )
+
+
+def _check_out(out: str | None) -> None:
+    """UsageError unless the report file `out` can be written; checked before reading inputs.
+
+    The file is still written only at the end, and a failure then is still exit 2 (`_write`):
+    this only spares the user an analysis whose report has nowhere to go.
+    """
+    if out is None:
+        return
+    path = Path(out)
+    folder = path.parent  # "." for a bare file name
+    if path.is_dir():
+        raise UsageError(f"cannot write {out}: it is a directory")
+    if not folder.is_dir():
+        reason = "not a directory" if folder.exists() else "no such directory"
+        raise UsageError(f"cannot write {out}: {folder}: {reason}")
+    writable = os.access(path, os.W_OK) if path.exists() else os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise UsageError(f"cannot write {out}: permission denied")
 
 
 def _write(report: Report, fmt: str, out: str | None) -> None:

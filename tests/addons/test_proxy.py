@@ -1,3 +1,6 @@
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,11 @@ def test_proxy_defaults_to_loopback() -> None:
         ["proxy", "--upstream", "ftp://x"],
         ["proxy", "--upstream", "http://x", "--listen", "nope"],
         ["proxy", "--upstream", "http://x", "--listen", "h:99999"],
+        ["proxy", "--upstream", "http://x", "--listen", "h:0"],
+        ["proxy", "--upstream", "http://127.0.0.1:99999"],
+        ["proxy", "--upstream", "http://127.0.0.1:notaport"],
+        ["proxy", "--upstream", "http://127.0.0.1:0/mcp"],
+        ["proxy", "--upstream", "http://127.0.0.1:-1"],
         ["proxy"],
     ],
 )
@@ -48,3 +56,18 @@ def test_bad_proxy_usage_exits_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(argv)
     assert e.value.code == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_listen_port_in_use_is_one_seamwatch_line(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", "http://127.0.0.1:1"]
+        cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "cap")]
+        done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=45)
+    assert done.returncode == 2
+    assert done.stderr == f"seamwatch: cannot listen on 127.0.0.1:{port}: address in use\n"
+    assert not (tmp_path / "cap").exists()  # nothing started, nothing recorded

@@ -114,6 +114,19 @@ def test_a_scenario_that_cannot_run_exits_2(
     assert "[1/1] broken ... error" in log
 
 
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_out_that_is_a_file_is_one_line_before_any_scenario(
+    below: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "notadir"
+    blocker.write_text("x\n")
+    out = blocker / below if below else blocker
+    assert seamwatch(["demo", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no scenario ran, no table
+    assert captured.err == f"seamwatch demo: --out {out}: not a directory\n"
+
+
 def test_missing_typescript_sdk_says_what_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ from lab.framework import (
     LabError,
     Scenario,
     load_lab_record,
+    prepare_out_dir,
     python_argv,
     run_scenario,
 )
@@ -218,3 +219,47 @@ def test_cli_bad_usage_exits_2_with_one_line(
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("seamwatch lab: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf"])
+def test_cli_rejects_a_budget_that_is_not_a_positive_number(
+    budget: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert cli.main(["run", "clean-resume", "--out", str(out), "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seamwatch lab: argument --budget: ") and err.count("\n") == 1
+    assert repr(budget) in err
+    assert not out.exists()  # refused while parsing: no scenario started
+
+
+@pytest.mark.parametrize("which", [["clean-resume"], ["--all"]])
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_cli_out_that_is_a_file_is_one_line_before_any_scenario(
+    which: list[str], below: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "notadir"
+    blocker.write_text("x\n")
+    out = blocker / below if below else blocker
+    assert cli.main(["run", *which, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no scenario ran
+    assert captured.err == f"seamwatch lab: --out {out}: not a directory\n"
+
+
+def test_prepare_out_dir_makes_missing_folders(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b"
+    prepare_out_dir(out)
+    assert out.is_dir()
+    prepare_out_dir(out)  # and accepts one that exists
+
+
+def test_run_scenario_into_a_file_is_a_lab_error(tmp_path: Path, expected_file: Path) -> None:
+    blocker = tmp_path / "notadir"
+    blocker.write_text("x\n")
+
+    def run(ctx: LabContext) -> None:
+        raise AssertionError("must not start")
+
+    with pytest.raises(LabError, match="notadir"):
+        run_scenario(Scenario("fw-file", "x", run, expected_file), blocker)

@@ -239,6 +239,31 @@ def test_unwritable_out_exits_2(
 
 
 @pytest.mark.parametrize(
+    ("out", "reason"),
+    [
+        ("missing/r.json", "missing: no such directory"),
+        ("notadir/r.json", "notadir: not a directory"),
+        ("notadir", "it is a directory"),
+    ],
+)
+def test_out_is_checked_before_any_input_is_read(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    out: str,
+    reason: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notadir").write_text("x\n", encoding="utf-8")
+    if out == "notadir":
+        (tmp_path / "notadir").unlink()
+        (tmp_path / "notadir").mkdir()
+    (tmp_path / "empty").mkdir()  # the real reader refuses it: "no capture files"
+    assert analyze("empty", "--out", out) == 2
+    assert capsys.readouterr().err == f"seamwatch: cannot write {out}: {reason}\n"
+
+
+@pytest.mark.parametrize(
     "error",
     [
         UnsupportedSchema("cap.jsonl: capture schema 9.0 is not supported\nupgrade seamwatch"),
