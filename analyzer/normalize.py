@@ -59,6 +59,8 @@ _UNPARSED = frozenset(
 )
 
 _MEMO_MAX = 4096  # replays re-send recent events: a small memo catches them
+# Int64 columns (error_code, retry): a payload's integer past this range is recorded as null.
+_I64 = 1 << 63
 _json_list = json.JSONEncoder(ensure_ascii=False).encode
 _SEEN_PAYLOADS_MAX = 200_000
 
@@ -228,7 +230,8 @@ def _describe(
             error = value.get("error")
             if isinstance(error, dict):
                 code = error.get("code")
-                error_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+                if type(code) is int and -_I64 <= code < _I64:
+                    error_code = code
     row: _MsgRow = (
         member,
         kind.value,
@@ -831,8 +834,14 @@ class Normalizer:
     def _body(self, body: Mapping[str, Any]) -> tuple[bytes, str, int | None]:
         text = body.get("text")
         if text is not None:
-            raw = text.encode("utf-8", "surrogatepass")
-            stored, is_b64 = text, False
+            try:
+                raw = text.encode("utf-8")
+                stored, is_b64 = text, False
+            except UnicodeEncodeError:
+                # A lone surrogate (a leniently read line): the bytes it stands for are kept
+                # as they are, as base64, since no UTF-8 text column can hold them.
+                raw = text.encode("utf-8", "surrogatepass")
+                stored, is_b64 = base64.b64encode(raw).decode("ascii"), True
         else:
             stored = body.get("b64") or ""
             raw = base64.b64decode(stored)
@@ -907,8 +916,15 @@ class Normalizer:
         flow.last_cursor = event.last_event_id
         if event.id and flow.first_cursor is None:
             flow.first_cursor = event.id
-        if event.retry is not None:
-            flow.last_retry = event.retry
+        retry = event.retry
+        warnings = event.warnings
+        if retry is not None:
+            if retry >= _I64:
+                # Valid per WHATWG (ASCII digits) but past any Int64 column: no real delay.
+                retry = None
+                warnings = (*warnings, "retry-too-large")
+            else:
+                flow.last_retry = retry
         flow_id = flow.flow_id
         if event.id_only:
             data_hash = payload_hash = None
@@ -959,10 +975,10 @@ class Normalizer:
                 data_hash,
                 data_bytes,
                 payload_hash,
-                event.retry,
+                retry,
                 event.id_only,
                 event.comments,
-                _json_list(event.warnings) if event.warnings else None,
+                _json_list(warnings) if warnings else None,
                 flow.payload_events,
             )
         )

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -359,3 +360,40 @@ def test_progress_notifications_carry_their_token_and_numeric_value() -> None:
         (None, 7.0),
         (None, None),  # other methods never carry them
     ]
+
+
+def test_payload_integers_past_int64_are_null_and_the_rows_kept() -> None:
+    # A JSON-RPC error code and an SSE retry are the server's data: past Int64 they are
+    # recorded as absent (the retry with a warning), the message and the event still are.
+    c = Capture()
+    f = c.request("GET", headers=H)
+    c.response(f, sse=True)
+    code = '{"jsonrpc":"2.0","id":1,"error":{"code":99999999999999999999999,"message":"m"}}'
+    c.chunk(f, f"id: 1\nretry: 99999999999999999999999\ndata: {code}\n\n", n=0)
+    c.chunk(f, "id: 2\nretry: 9223372036854775807\ndata: x\n\n", n=1)  # the Int64 maximum
+    c.end(f)
+    frames = normalize_records(c.records)
+    assert frames.messages.select("kind", "rpc_id", "error_code").rows()[0] == ("error", "1", None)
+    assert frames.events.select("event_id", "retry", "warnings").rows() == [
+        ("1", None, ["retry-too-large"]),
+        ("2", 2**63 - 1, []),
+    ]
+    assert frames.flows["last_retry_ms"].to_list() == [2**63 - 1]
+
+
+def test_a_body_text_with_a_lone_surrogate_is_stored_as_its_bytes() -> None:
+    # A leniently read capture line can hold one ("\udc00" in JSON): no UTF-8 text column can,
+    # so the payload keeps the bytes the text stands for, as base64, under their hash.
+    text = '{"jsonrpc":"2.0","id":1,"method":"a\udc00"}'
+    c = Capture()
+    f = c.request(body=req("ping", 1))
+    c.records[-1]["body"] = {"text": text}
+    c.response(f, body=res(1))
+    c.end(f)
+    frames = normalize_records(c.records)
+    raw = text.encode("utf-8", "surrogatepass")
+    body_hash = frames.flows["request_body_hash"].item()
+    assert body_hash == N._raw_hash(raw)
+    stored = frames.payloads.filter(pl.col("data_hash") == body_hash).row(0, named=True)
+    assert (stored["text"], stored["base64"]) == (base64.b64encode(raw).decode(), True)
+    assert frames.messages.filter(pl.col("direction") == "c2s")["reason"].to_list() == ["not-utf8"]

@@ -117,6 +117,7 @@ DAMAGE: Mapping[str, str] = {
     "har_missing_text": "response content(s) without text in the HAR",
     "har_bad_entry": "HAR entry(ies) skipped (malformed)",
     "mitm_bad_flow": "dump flow(s) skipped (unreadable)",
+    "empty_input": "input(s) without any HTTP flow (empty)",
 }
 
 # Counts that stand for skipped lines (the `skipped` of the report).

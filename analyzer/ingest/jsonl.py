@@ -45,7 +45,13 @@ from analyzer.ingest.common import (
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
 from analyzer.records import SCHEMA_MAJOR, SCHEMA_MINOR
 
-__all__ = ["PARALLEL_MIN_BYTES", "capture_files", "is_capture_file", "read_capture"]
+__all__ = [
+    "PARALLEL_MIN_BYTES",
+    "capture_files",
+    "is_capture_file",
+    "read_capture",
+    "record_problem",
+]
 
 # Below this much input a process pool costs more (interpreter start, imports) than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
@@ -53,6 +59,11 @@ _READ_BLOCK = 16 << 20
 _BOM = b"\xef\xbb\xbf"
 _FLOW_KEY = b'"flow":'
 _HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
+# Integer fields land in Int64 (seq, ts_ns, truncated_bytes) and Int32 (chunk n, status)
+# columns: a value past their range is no record the writer could have written. `_check` spells
+# the hot path's bounds as literals (0x7FFF_FFFF_FFFF_FFFF is _I64 - 1): a global costs a lookup.
+_I64 = 1 << 63
+_I32 = 1 << 31
 
 
 def is_capture_file(path: Path) -> bool:
@@ -116,17 +127,24 @@ class _Result:
     bytes_read: int
 
 
+def _version_number(text: str) -> int | None:
+    """A schema version part: ASCII digits (`str.isdigit` also takes "²"), short enough for
+    `int()` (which refuses 4300 digits and more)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
 def _schema_major(path: str, schema: object) -> tuple[int, int]:
     text = schema if isinstance(schema, str) else ""
-    major, _, minor = text.partition(".")
-    if not major.isdigit():
+    major_text, _, minor_text = text.partition(".")
+    major = _version_number(major_text)
+    if major is None:
         raise UnsupportedSchema(f"{path}: capture schema {schema!r} is not MAJOR.MINOR")
-    if int(major) != SCHEMA_MAJOR:
+    if major != SCHEMA_MAJOR:
         raise UnsupportedSchema(
             f"{path}: capture schema {text} is not supported "
             f"(this seamwatch reads schema {SCHEMA_MAJOR}.x)"
         )
-    return int(major), int(minor) if minor.isdigit() else 0
+    return major, _version_number(minor_text) or 0
 
 
 def _head(path: Path) -> tuple[dict[str, Any] | None, int]:
@@ -138,7 +156,7 @@ def _head(path: Path) -> tuple[dict[str, Any] | None, int]:
         line = line[3:]
     try:
         first = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for json
         return None, size
     return (first if isinstance(first, dict) else None), size
 
@@ -148,7 +166,12 @@ def _plan(files: Sequence[Path], counts: Counter[str]) -> list[_File]:
     planned: dict[tuple[str, int], _File] = {}
     for path in files:
         first, size = _head(path)
-        if first is not None and first.get("kind") == "capture_open":
+        # A run id holding a lone surrogate (a leniently read line) cannot name the run's rows.
+        if (
+            first is not None
+            and first.get("kind") == "capture_open"
+            and _text_ok(first.get("run_id"))
+        ):
             _, minor = _schema_major(str(path), first.get("schema"))
             if minor > SCHEMA_MINOR:
                 counts["newer_minor"] += 1
@@ -215,6 +238,14 @@ _REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
     "capture_close": (),
 }
 
+# Fields a record may leave out or set to null, else a string (they reach String columns).
+_OPTIONAL_TEXT: dict[str, tuple[str, ...]] = {
+    "request": ("scheme", "authority", "client", "upstream"),
+    "response": ("replica", "replica_source"),
+    "stream_end": ("error",),
+    "server_unreachable": ("flow", "error"),
+}
+
 
 def _body_ok(body: object) -> bool:
     if body is None:
@@ -245,19 +276,81 @@ def _check(record: object) -> str | None:
     if required is None:
         return "unknown_kind" if type(kind) is str else "invalid_record"
     seq = record.get("seq")
-    if type(seq) is not int or seq < 0 or type(record.get("ts_ns")) is not int:
+    ts = record.get("ts_ns")
+    if (
+        type(seq) is not int
+        or type(ts) is not int
+        or not 0 <= seq <= 0x7FFF_FFFF_FFFF_FFFF
+        or not -0x8000_0000_0000_0000 <= ts <= 0x7FFF_FFFF_FFFF_FFFF
+    ):
         return "invalid_record"
     for name, expected in required:
         if type(record.get(name)) is not expected:
             return "invalid_record"
     if kind == "chunk":
-        if not _body_ok(record["data"]) or record["data"] is None:
+        if (
+            not _body_ok(record["data"])
+            or record["data"] is None
+            or not 0 <= record["n"] <= 0x7FFF_FFFF
+        ):
             return "invalid_record"
-    elif kind == "request" or kind == "response":
-        if not _headers_ok(record["headers"]) or not _body_ok(record.get("body")):
+        return None
+    for name in _OPTIONAL_TEXT.get(record["kind"], ()):  # a str, as `required` was found
+        value = record.get(name)
+        if value is not None and type(value) is not str:
             return "invalid_record"
+    if kind == "request" or kind == "response":
+        body = record.get("body")
+        if not _headers_ok(record["headers"]) or not _body_ok(body):
+            return "invalid_record"
+        if kind == "response" and not -_I32 <= record["status"] < _I32:
+            return "invalid_record"
+        if body is not None:
+            truncated = body.get("truncated_bytes")
+            if truncated is not None and (type(truncated) is not int or not 0 <= truncated < _I64):
+                return "invalid_record"
     elif kind == "stream_end" and record["how"] not in _HOW:
         return "invalid_record"
+    return None
+
+
+def _text_ok(value: object) -> bool:
+    """True when every string in a JSON value (keys too) is valid Unicode: no lone surrogate,
+    which JSON's `\\udXXX` escapes can make and which no UTF-8 (so no Polars column) can hold."""
+    stack = [value]  # not recursive: a leniently read line may nest up to json's own limit
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item)  # the keys
+            stack.extend(item.values())
+    return True
+
+
+def record_problem(record: object) -> str | None:
+    """`_check`, and for a record that may hold lone surrogates (one a lenient parser read, or
+    one a reader made from a HAR file or a dump), a string other than its payload text that
+    holds one makes it malformed ("invalid_record").
+
+    Flow ids, methods, paths, header values, replicas and error texts are names the analysis
+    joins and compares on: repaired (U+FFFD) they could silently merge distinct values, so the
+    record is skipped and counted instead. Payload text (`body`, chunk `data`) is kept: it is
+    the bytes on the wire, which normalize records as they are (DESIGN.md §4).
+    """
+    problem = _check(record)
+    if problem is not None:
+        return problem
+    assert type(record) is dict  # _check passed
+    for name, value in record.items():
+        if name != "body" and name != "data" and not _text_ok(value):
+            return "invalid_record"
     return None
 
 
@@ -428,10 +521,18 @@ def _parse(
         try:
             # Lone surrogates or NaN: not the strict JSON the writer promises, still readable.
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep for json
             counts["corrupt_line"] += 1
             return None
         counts["nonstrict_json"] += 1
+        # Only this lenient parser lets lone surrogates through: check them here, off the
+        # fast path (pydantic-core and orjson refuse them).
+        problem = record_problem(record)
+        if problem is not None:
+            counts[problem] += 1
+            return None
+        lenient: dict[str, Any] = record
+        return lenient
     problem = _check(record)
     if problem is not None:
         counts[problem] += 1

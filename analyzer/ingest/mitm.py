@@ -23,13 +23,33 @@ from analyzer.ingest.common import (
     finished_report,
     normalize_to_parts,
 )
+from analyzer.ingest.jsonl import record_problem
 from analyzer.records import body_from_bytes
 
 __all__ = ["read_mitm"]
 
 
+# Times are ns since the epoch in Int64 columns (the years 1677 to 2262).
+_NS_LIMIT = 1 << 63
+
+
 def _ns(seconds: float | None, fallback: int) -> int:
-    return int(seconds * 1e9) if seconds else fallback
+    """A mitmproxy timestamp (seconds) as ns, `fallback` when unset; ValueError when it is no
+    finite number in the ns range (the flow is unreadable)."""
+    if not seconds:
+        return fallback
+    ns = seconds * 1e9
+    if not -_NS_LIMIT < ns < _NS_LIMIT:  # infinities and NaN fail too
+        raise ValueError(f"timestamp {seconds!r} is out of range")
+    return int(ns)
+
+
+def _started(flow: Any) -> float:
+    """The sort key of a flow: its request's start, 0 when that is not a number."""
+    started = flow.request.timestamp_start
+    if isinstance(started, int | float) and not isinstance(started, bool) and started == started:
+        return started
+    return 0.0
 
 
 def _address(peer: Any) -> str | None:
@@ -133,12 +153,20 @@ def _records(
             if not flows:
                 raise UnreadableInput(f"{path}: not a mitmproxy dump ({e})") from e
             counts["mitm_bad_flow"] += 1  # a torn tail: keep what was read
-    flows.sort(key=lambda item: item[0].request.timestamp_start or 0.0)
+    if not flows:
+        counts["empty_input"] += 1  # an empty file, or one holding no HTTP flow
+    flows.sort(key=lambda item: _started(item[0]))
     for flow, size in flows:
         meter.handled(size)
         try:
             records = list(_flow_records(flow, make, counts))
-        except (AttributeError, TypeError, ValueError):
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            counts["mitm_bad_flow"] += 1
+            continue
+        # What reaches the tables passes the capture records' check: times and status in
+        # range, and no lone surrogate, which mitmproxy makes of bytes that are not UTF-8 in
+        # a method, path or authority (it decodes them with "surrogateescape").
+        if any(record_problem(record) is not None for record in records):
             counts["mitm_bad_flow"] += 1
             continue
         yield from records

@@ -100,3 +100,117 @@ def test_progress_follows_the_file_to_its_end(tmp_path: Path) -> None:
     path.write_text(json.dumps({"log": {"version": "1.2", "entries": [_entry(0), _entry(1)]}}))
     calls = read_with_progress(read_har, path, tmp_path / "out")
     assert_half_then_whole(calls, path.stat().st_size)
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from analyzer import cli
+
+    code = cli.main(["analyze", "--no-cache", "--format", "json", str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"log": []}', "log is an array, not an object"),
+        ('{"log": "x"}', "log is a string, not an object"),
+        ('{"log": {"entries": {}}}', "log.entries is an object, not an array"),
+        ('{"log": {"entries": null}}', "log.entries is null, not an array"),
+        ('{"nolog": 1}', "no log.entries: no log"),
+        ("[1, 2]", "the file holds an array, not an object"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_a_har_of_the_wrong_structure_is_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, reason: str
+) -> None:
+    path = tmp_path / "x.har"
+    path.write_text(text)
+    with pytest.raises(UnreadableInput, match=f"x.har: not a HAR file .*{reason}"):
+        read_har(path, tmp_path)
+    code, out, err = _analyze(path, capsys)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "x.har: not a HAR file" in err and reason in err
+
+
+def test_numbers_past_their_range_make_the_entry_malformed(tmp_path: Path) -> None:
+    bad = [
+        _entry(1, time=float("inf")),  # what JSON's 1e400 reads as
+        _entry(2, time=10**400),  # an integer past the float range
+        _entry(3, time=1e300),  # finite, but ends past the ns range
+        _entry(4, startedDateTime="9999-12-31T00:00:00Z"),  # past the ns range
+        _entry(5, startedDateTime=1750000000),  # no ISO 8601 text
+        _entry(6, response={**_entry(0)["response"], "status": 10**30}),
+        _entry(7, timings={"wait": 1e300}),  # the response time past the ns range
+        "not an entry",
+    ]
+    report, tables = _read(tmp_path, [_entry(0), *bad])
+    assert report.counts == {"har_bad_entry": len(bad)}
+    assert report.skipped == len(bad)
+    assert tables["flows"]["req_ts"].dt.epoch("ms").to_list() == [1750000000000]
+
+
+def test_times_that_are_no_finite_numbers_are_absent(tmp_path: Path) -> None:
+    # Like a time that is no number at all: a timing phase does not apply, a message is
+    # timed at the end of its entry.
+    messages = [
+        {"time": 1750000000.5, "eventId": "1", "data": "{}"},
+        {"time": float("inf"), "eventId": "2", "data": "{}"},
+        {"time": 10**400, "eventId": "3", "data": "{}"},
+        {"time": 1e300, "eventId": "4", "data": "{}"},  # finite, past the ns range
+    ]
+    entry = _entry(0, timings={"wait": float("inf"), "send": 10**400, "dns": 2})
+    entry["_eventSourceMessages"] = messages
+    report, tables = _read(tmp_path, [entry])
+    assert report.counts == {}
+    started = 1750000000000  # ms: 2025-06-15T15:06:40Z
+    assert tables["flows"]["resp_ts"].dt.epoch("ms").to_list() == [started + 2]  # dns only
+    assert tables["events"]["ts"].dt.epoch("ms").to_list() == [
+        1750000000500,
+        started + 100,
+        started + 100,
+        started + 100,
+    ]
+
+
+def test_a_har_with_infinite_numbers_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = _entry(1)
+    entry["_eventSourceMessages"] = [{"time": "INF", "eventId": "1", "data": "{}"}]
+    text = json.dumps({"log": {"entries": [_entry(0, time="INF"), entry]}})
+    path = tmp_path / "x.har"
+    path.write_text(text.replace('"INF"', "1e400"))
+    code, out, err = _analyze(path, capsys)
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["inputs"][0]["warnings"] == ["1 HAR entry(ies) skipped (malformed)"]
+    assert report["summary"]["by_detector"]["capture-health"] == 1
+
+
+def test_lone_surrogates_skip_the_entry_and_payloads_are_kept(tmp_path: Path) -> None:
+    # Names (method, URL, headers, error) with a lone surrogate make the entry malformed; a
+    # body or an event's data is payload, recorded as the bytes it stands for.
+    named = [
+        _entry(1, request={**_entry(0)["request"], "method": "PO\udc00ST"}),
+        _entry(2, request={**_entry(0)["request"], "url": "http://mcp.test/m\udc00"}),
+        _entry(3, _error="net::\udc00"),
+    ]
+    named[2]["response"]["status"] = 0
+    post = _entry(4, request={**_entry(0)["request"], "postData": {"text": '{"a":"\udc00"}'}})
+    data = _entry(5, _eventSourceMessages=[{"time": 1750000000.5, "data": "x\udc00"}])
+    report, tables = _read(tmp_path, [_entry(0), *named, post, data])
+    assert report.counts == {"har_bad_entry": 3}
+    flows = tables["flows"].sort("req_ts")
+    assert flows.height == 3 and flows["request_body_hash"].null_count() == 2
+    assert tables["events"].height == 3
+
+
+def test_an_empty_har_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report, _ = _read(tmp_path, [])
+    assert report.counts == {"empty_input": 1}
+    assert report.warnings == ("1 input(s) without any HTTP flow (empty)",)
+    code, out, _ = _analyze(tmp_path / "x.har", capsys)
+    assert code == 0
+    assert json.loads(out)["inputs"][0]["warnings"] == list(report.warnings)

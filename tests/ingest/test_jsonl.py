@@ -1,7 +1,10 @@
 """analyzer.ingest.jsonl: tolerant reading of capture files, damage counted per kind."""
 
+# ruff: noqa: E501  (hand-built records are tables, one record a line)
+
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter
 from pathlib import Path
@@ -390,3 +393,194 @@ def test_fast_lane_reads_what_the_full_path_reads(
         fast_frame = pl.read_parquet(sorted(fast_out.glob(f"{table}-*.parquet")))
         full_frame = pl.read_parquet(sorted(full_out.glob(f"{table}-*.parquet")))
         assert_frame_equal(fast_frame, full_frame)
+
+
+def _with(line: bytes, field: str, value: Any) -> bytes:
+    """The record on `line` with `field` (`body.x` for a body's member) set to `value`."""
+    record = json.loads(line)
+    if field.startswith("body."):
+        record["body"][field[5:]] = value
+    else:
+        record[field] = value
+    return json.dumps(record).encode()  # big ints exact, lone surrogates as \\u escapes
+
+
+@pytest.mark.parametrize(
+    ("index", "field", "value"),
+    [
+        (6, "seq", 10**23),  # orjson reads it as a float: the full path
+        (6, "seq", 2**63),  # orjson reads it as an int: the fast lane
+        (6, "ts_ns", 2**63),
+        (6, "ts_ns", -(2**63) - 1),
+        (6, "n", 2**31),
+        (6, "n", -1),
+        (3, "seq", 99999999999999999999999),
+        (3, "ts_ns", 10**23),
+        (4, "status", 2**31),
+        (2, "body.truncated_bytes", 2**63),
+        (2, "body.truncated_bytes", "12"),
+        (3, "scheme", 5),
+        (3, "upstream", ["a"]),
+        (4, "replica", 5),
+        (8, "error", 5),
+    ],
+)
+def test_values_past_their_column_are_malformed_records(
+    tmp_path: Path, index: int, field: str, value: Any
+) -> None:
+    lines = _session().lines()
+    lines[index] = _with(lines[index], field, value)
+    report, out = _read(tmp_path, _join(lines))
+    chunk = index == 6  # the chunk n=1: its event is lost and its gap counted
+    assert report.counts == (
+        {"invalid_record": 1, "chunk_gap": 1} if chunk else {"invalid_record": 1}
+    )
+    assert _events(out) == (["1", "3"] if chunk else ["1", "2", "3"])
+
+
+@pytest.mark.parametrize(
+    ("index", "field", "value"),
+    [
+        (3, "method", "PO\udc00ST"),
+        (3, "path", "/m\udc00"),
+        (3, "flow", "f\udc00"),
+        (3, "headers", [["mcp-session-id", "S\udc00"]]),
+        (4, "headers", [["x-unused", "\udc00"]]),  # a name the analysis never reads, too
+        (8, "error", "reset \udc00"),
+    ],
+)
+def test_lone_surrogates_in_names_make_the_record_malformed(
+    tmp_path: Path, index: int, field: str, value: Any
+) -> None:
+    lines = _session().lines()
+    lines[index] = _with(lines[index], field, value)
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"invalid_record": 1, "nonstrict_json": 1}
+    flows = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
+    assert flows["flow_id"].sort().to_list() == ["f1", "f2"]
+
+
+def test_lone_surrogates_in_payload_text_are_recorded(tmp_path: Path) -> None:
+    lines = _session().lines()
+    lines[2] = _with(lines[2], "body.text", '{"jsonrpc":"2.0","id":1,"result":"\udc00"}')
+    lines[6] = _with(lines[6], "data", {"text": 'id: 2\ndata: {"a":"\udc00"}\n\n'})
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"nonstrict_json": 2}
+    assert _events(out) == ["1", "2", "3"]
+    flows = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
+    body_hash = flows.filter(pl.col("flow_id") == "f1")["response_body_hash"].item()
+    payloads = pl.read_parquet(sorted(out.glob("payloads-*.parquet")))
+    stored = payloads.filter(pl.col("data_hash") == body_hash).row(0, named=True)
+    # The body's bytes as they were recorded (a surrogate has no UTF-8 text): as base64.
+    raw = '{"jsonrpc":"2.0","id":1,"result":"\udc00"}'.encode("utf-8", "surrogatepass")
+    assert (stored["base64"], stored["text"]) == (True, base64.b64encode(raw).decode())
+
+
+def test_a_line_nested_too_deep_is_corrupt(tmp_path: Path) -> None:
+    lines = _session().lines()
+    deep = b'{"seq":6,"kind":"chunk","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    lines.insert(6, deep)
+    lines.insert(0, b"[" * 100_000 + b"]" * 100_000)  # the first line, read to plan the run
+    report, out = _read(tmp_path, _join(lines))
+    assert report.counts == {"corrupt_line": 2, "missing_open": 1}
+    assert _events(out) == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("schema", ["\u00b2.0", "1" * 5000 + ".0"])
+def test_a_schema_of_odd_digits_is_unsupported(tmp_path: Path, schema: str) -> None:
+    lines = _session().lines()
+    lines[0] = _with(lines[0], "schema", schema)
+    with pytest.raises(UnsupportedSchema, match=r"is not MAJOR\.MINOR"):
+        _read(tmp_path, _join(lines))
+
+
+def _chunk(**fields: Any) -> dict[str, Any]:
+    return {
+        "kind": "chunk",
+        "seq": 1,
+        "ts_ns": 1,
+        "flow": "f",
+        "n": 0,
+        "data": {"text": ""},
+        **fields,
+    }
+
+
+def _request(**fields: Any) -> dict[str, Any]:
+    return {
+        "kind": "request",
+        "seq": 1,
+        "ts_ns": 1,
+        "flow": "f",
+        "method": "P",
+        "path": "/",
+        "headers": [],
+        **fields,
+    }
+
+
+def _response(**fields: Any) -> dict[str, Any]:
+    return {
+        "kind": "response",
+        "seq": 1,
+        "ts_ns": 1,
+        "flow": "f",
+        "status": 200,
+        "headers": [],
+        **fields,
+    }
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        (_chunk(), None),
+        (_chunk(seq=2**63 - 1, ts_ns=-(2**63), n=2**31 - 1), None),
+        (_chunk(seq=2**63), "invalid_record"),
+        (_chunk(ts_ns=2**63), "invalid_record"),
+        (_chunk(n=2**31), "invalid_record"),
+        (_response(status=-(2**31) - 1), "invalid_record"),
+        (_response(body={"text": "", "truncated_bytes": -1}), "invalid_record"),
+        (_response(replica_source=1), "invalid_record"),
+        ({"kind": "server_unreachable", "seq": 1, "ts_ns": 1, "upstream": "u", "error": {}}, "invalid_record"),
+    ],
+)  # fmt: skip
+def test_check_holds_integers_to_their_columns(record: dict[str, Any], problem: str | None) -> None:
+    assert jsonl._check(record) == problem
+    assert jsonl.record_problem(record) == problem
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        (_request(method="P\udc00"), "invalid_record"),
+        (_request(headers=[["a", "\ud800"]]), "invalid_record"),
+        ({"kind": "capture_open", "seq": 1, "ts_ns": 1, "schema": "1.0", "run_id": "r", "x": {"\udc00": 1}}, "invalid_record"),
+        (_request(path="/é", body={"text": "\udc00"}), None),  # payload: kept
+        (_chunk(data={"text": "\udc00"}), None),  # payload: kept
+        (_request(path=json.loads(r'"/\ud83d\ude00"')), None),  # a JSON pair: one character
+    ],
+)  # fmt: skip
+def test_record_problem_refuses_lone_surrogates_outside_payloads(
+    record: dict[str, Any], problem: str | None
+) -> None:
+    assert jsonl._check(record) is None
+    assert jsonl.record_problem(record) == problem
+
+
+def test_damaged_integers_and_surrogates_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from analyzer import cli
+
+    lines = _session().lines()
+    lines[3] = _with(lines[3], "method", "PO\udc00ST")
+    lines[6] = _with(lines[6], "seq", 99999999999999999999999)
+    path = tmp_path / "cap.jsonl"
+    path.write_bytes(_join(lines))
+    # The lost request makes f2 look like a GET stream (a medium finding): fail on high only.
+    code = cli.main(["analyze", "--no-cache", "--fail-on", "high", "--format", "json", str(path)])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    warnings = json.loads(out)["inputs"][0]["warnings"]
+    assert "2 malformed record(s) skipped" in warnings

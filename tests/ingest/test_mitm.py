@@ -91,3 +91,56 @@ def test_progress_follows_the_dump_to_its_end(tmp_path: Path) -> None:
         io.FlowWriter(fh).add(_flow())
     calls = read_with_progress(read_mitm, path, tmp_path / "out")
     assert_half_then_whole(calls, path.stat().st_size)
+
+
+def _bad_flows() -> list[Any]:
+    """Flows no table can hold: undecodable names, times and a status past their columns."""
+    path = _flow()
+    path.request.path = "/mcp\udcff"  # the byte 0xFF: mitmproxy decodes it to a surrogate
+    method = _flow()
+    method.request.method = "G\udcffT"
+    endless = _flow()
+    endless.response.timestamp_end = float("inf")
+    far = _flow()
+    far.request.timestamp_start = 1e300
+    status = _flow()
+    status.response.status_code = 10**12
+    return [path, method, endless, far, status]
+
+
+def test_flows_no_table_can_hold_are_counted_and_skipped(tmp_path: Path) -> None:
+    report, flows = _read(tmp_path, [_flow(), *_bad_flows()])
+    assert report.counts == {"mitm_bad_flow": 5}
+    assert report.skipped == 5
+    assert flows.height == 1 and flows["path"].to_list() == ["/mcp"]
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    import json
+
+    from analyzer import cli
+
+    code = cli.main(["analyze", "--no-cache", "--format", "json", str(path)])
+    out, err = capsys.readouterr()
+    assert err == ""
+    return code, json.loads(out)
+
+
+def test_bad_flows_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _read(tmp_path, [_flow(), *_bad_flows()])
+    code, report = _analyze(tmp_path / "d.mitm", capsys)
+    assert code == 0
+    assert report["inputs"][0]["warnings"] == ["5 dump flow(s) skipped (unreadable)"]
+
+
+def test_an_empty_dump_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "e.mitm"
+    path.write_bytes(b"")
+    report = read_mitm(path, tmp_path)
+    assert (report.records, report.counts) == (0, {"empty_input": 1})
+    assert report.warnings == ("1 input(s) without any HTTP flow (empty)",)
+    code, analyzed = _analyze(path, capsys)
+    assert code == 0
+    assert analyzed["inputs"][0]["warnings"] == list(report.warnings)
+    health = [f for f in analyzed["findings"] if f["detector"] == "capture-health"]
+    assert [f["title"] for f in health] == ["e.mitm: 1 input(s) without any HTTP flow (empty)"]
