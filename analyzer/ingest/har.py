@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
@@ -30,20 +31,49 @@ from analyzer.ingest.common import (
     finished_report,
     normalize_to_parts,
 )
+from analyzer.ingest.jsonl import record_problem
 from analyzer.records import body_from_bytes
 
 __all__ = ["read_har"]
 
 _EPOCH_2001_S = 978_307_200
+# Times are ns since the epoch in Int64 columns (the years 1677 to 2262).
+_NS_LIMIT = 1 << 63
 
 HAR_CLIENT = "har"
 """The client address every HAR entry gets (HAR does not record it)."""
 
 
-def _ns(started: str) -> int:
-    """ISO 8601 (HAR `startedDateTime`) to ns since the epoch."""
+def _ns(started: object) -> int:
+    """ISO 8601 (HAR `startedDateTime`) to ns since the epoch; ValueError when it is no such
+    text or names a moment past the ns range."""
+    if not isinstance(started, str):
+        raise ValueError("startedDateTime is not a string")
     moment = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+    ns = int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+    if not -_NS_LIMIT <= ns < _NS_LIMIT:
+        raise ValueError("startedDateTime is out of range")
+    return ns
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as a finite float; None for anything else: absent, text, a flag, an
+    infinity (JSON's 1e400 reads as one), or an integer past the float range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _span_ns(ms: float) -> int:
+    """A duration in ms (finite) as ns; ValueError past the ns range."""
+    ns = ms * 1_000_000
+    if not -_NS_LIMIT < ns < _NS_LIMIT:
+        raise ValueError("a duration is out of range")
+    return int(ns)
 
 
 def _headers(items: object) -> list[list[str]]:
@@ -87,6 +117,14 @@ def _sse_block(message: dict[str, Any], previous_id: str) -> tuple[str, str]:
     return "\n".join(lines) + "\n\n", current
 
 
+def _message_ns(offset_ns: float, base: int, fallback: int) -> int:
+    """`base` plus a message's time offset, or `fallback` when that is past the ns range."""
+    if not -_NS_LIMIT < offset_ns < _NS_LIMIT:  # NaN fails too
+        return fallback
+    ts = base + int(offset_ns)
+    return ts if -_NS_LIMIT <= ts < _NS_LIMIT else fallback
+
+
 def _entry_records(
     entry: dict[str, Any], flow: str, make: RecordMaker, counts: Counter[str]
 ) -> Iterator[dict[str, Any]]:
@@ -119,19 +157,21 @@ def _entry_records(
         body=body,
     )
     status = response.get("status")
-    total_ms = entry.get("time")
-    ended = started + int(max(float(total_ms or 0), 0.0) * 1_000_000)
+    # `time` is the entry's total: absent counts as 0, anything but a finite number makes the
+    # entry malformed (float() raises on text, not a number, past the float range).
+    total_ms = float(entry.get("time") or 0)
+    if not math.isfinite(total_ms):
+        raise ValueError("time is not a finite number")
+    ended = started + _span_ns(max(total_ms, 0.0))
     error = entry.get("_error") if isinstance(entry.get("_error"), str) else None
     if not isinstance(status, int) or status <= 0:
         yield make.make("stream_end", ended, flow=flow, how="error", error=error or "no response")
         return
     timings = entry.get("timings") or {}
-    waited = sum(
-        float(timings.get(k) or 0)
-        for k in ("blocked", "dns", "connect", "send", "wait")
-        if isinstance(timings.get(k), int | float) and float(timings.get(k) or 0) > 0
-    )
-    responded = started + int(waited * 1_000_000)
+    # A phase that is no positive finite number does not apply (HAR writes -1 for that).
+    phases = (_number(timings.get(k)) for k in ("blocked", "dns", "connect", "send", "wait"))
+    waited = sum(ms for ms in phases if ms is not None and ms > 0)
+    responded = started + _span_ns(waited)  # a sum past the ns range: a malformed entry
     resp_headers = _headers(response.get("headers"))
     content = response.get("content") or {}
     media = _header(resp_headers, "content-type") or str(content.get("mimeType") or "")
@@ -154,18 +194,20 @@ def _entry_records(
         if isinstance(messages, list) and messages:
             last_id = ""
             items = [m for m in messages if isinstance(m, dict)]
-            times = [m.get("time") for m in items]
-            first = next((t for t in times if isinstance(t, int | float)), None)
+            # A message's time that is no finite number, or lands past the ns range, is as
+            # if absent: the message is timed at the end of the entry.
+            times = [_number(m.get("time")) for m in items]
+            first = next((t for t in times if t is not None), None)
             for n, message in enumerate(items):
                 block, last_id = _sse_block(message, last_id)
                 at = times[n]
-                if not isinstance(at, int | float) or first is None:
+                if at is None or first is None:
                     ts = ended
                 elif first > _EPOCH_2001_S:
-                    ts = int(float(at) * 1e9)  # wall clock seconds
+                    ts = _message_ns(at * 1e9, 0, ended)  # wall clock seconds
                 else:
                     # A monotonic clock (DevTools' own): keep the spacing, from the response.
-                    ts = responded + int((float(at) - float(first)) * 1e9)
+                    ts = _message_ns((at - first) * 1e9, responded, ended)
                 yield make.make(
                     "chunk",
                     ts,
@@ -185,9 +227,10 @@ def _entry_records(
 
 
 def _records(
-    har: dict[str, Any], tag: str, counts: Counter[str], meter: HalfMeter
+    entries: list[Any], tag: str, counts: Counter[str], meter: HalfMeter
 ) -> Iterator[dict[str, Any]]:
-    entries = har["log"]["entries"]
+    if not entries:
+        counts["empty_input"] += 1
     share = meter.total // max(1, len(entries))  # what an entry took of the file, about
     make = RecordMaker()
     ordered = []
@@ -201,11 +244,42 @@ def _records(
         meter.handled(share)
         try:
             records = list(_entry_records(entry, f"har-{tag}-{index}", make, counts))
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            counts["har_bad_entry"] += 1
+            continue
+        # What reaches the tables passes the capture records' check: times and status in
+        # range, and no lone surrogate (JSON's "\udXXX") in a method, URL or header.
+        if any(record_problem(record) is not None for record in records):
             counts["har_bad_entry"] += 1
             continue
         yield from records
     meter.done()
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPES.get(type(value), "a number")
+
+
+def _entries(har: object) -> list[Any] | str:
+    """The HAR's `log.entries`, or what is wrong with its structure."""
+    if not isinstance(har, dict):
+        return f"no log.entries: the file holds {_json_type(har)}, not an object"
+    if "log" not in har:
+        return "no log.entries: no log"
+    log = har["log"]
+    if not isinstance(log, dict):
+        return f"no log.entries: log is {_json_type(log)}, not an object"
+    if "entries" not in log:
+        return "no log.entries"
+    entries = log["entries"]
+    if not isinstance(entries, list):
+        return f"no log.entries: log.entries is {_json_type(entries)}, not an array"
+    return entries
 
 
 def read_har(
@@ -226,16 +300,21 @@ def read_har(
         har = json.loads(raw)
     except OSError as e:
         raise UnreadableInput(f"{path}: {e.strerror or e}") from e
-    except (ValueError, UnicodeDecodeError) as e:
+    except ValueError as e:
         raise UnreadableInput(f"{path}: not a HAR file ({e})") from e
-    if not (isinstance(har, dict) and isinstance(har.get("log", {}).get("entries"), list)):
-        raise UnreadableInput(f"{path}: not a HAR file (no log.entries)")
-    del raw
+    except RecursionError as e:
+        raise UnreadableInput(f"{path}: not a HAR file (JSON nested too deeply)") from e
+    entries = _entries(har)
+    if isinstance(entries, str):
+        raise UnreadableInput(f"{path}: not a HAR file ({entries})")
+    # Entries are named by the file's content: the same HAR under two paths gives the same
+    # flow ids, which `read_inputs` reads once; two different files never share one.
+    tag = hashlib.sha256(raw).hexdigest()[:12]
+    del raw, har
     meter.read(meter.total)
-    tag = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     counts: Counter[str] = Counter()
     records, normalized = normalize_to_parts(
-        _records(har, tag, counts, meter),
+        _records(entries, tag, counts, meter),
         out_dir,
         "h",
         replica_header=replica_header,

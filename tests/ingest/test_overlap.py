@@ -72,3 +72,34 @@ def test_clean_traffic_under_two_paths_stays_clean(tmp_path: Path) -> None:
     assert [reports[1]["summary"][k] for k in counted] == [
         reports[0]["summary"][k] for k in counted
     ]
+
+
+def _har(path: Path, methods: list[str]) -> Path:
+    entries = [
+        {
+            "startedDateTime": f"2025-06-15T15:06:4{i}.000Z",
+            "time": 10,
+            "request": {"method": "POST", "url": "http://mcp.test/mcp", "headers": []},
+            "response": {
+                "status": 200,
+                "headers": [{"name": "Content-Type", "value": "application/json"}],
+                "content": {"mimeType": "application/json", "text": f'{{"m": "{m}"}}'},
+            },
+        }
+        for i, m in enumerate(methods)
+    ]
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}))
+    return path
+
+
+def test_a_har_under_two_names_is_read_once_and_two_hars_are_both_read(tmp_path: Path) -> None:
+    one = _har(tmp_path / "one.har", ["a", "b"])
+    copy = tmp_path / "copy.har"
+    copy.write_bytes(one.read_bytes())
+    other = _har(tmp_path / "other.har", ["a", "c"])
+    same = read_inputs([one, copy], cache=False)
+    assert same.inputs[1].counts.get("duplicate_flow") == 2
+    assert same.scan("flows").collect().height == 2
+    both = read_inputs([one, other], cache=False)
+    assert "duplicate_flow" not in both.inputs[1].counts
+    assert both.scan("flows").collect().height == 4
