@@ -63,6 +63,11 @@ _MEMO_MAX = 4096  # replays re-send recent events: a small memo catches them
 _I64 = 1 << 63
 _json_list = json.JSONEncoder(ensure_ascii=False).encode
 _SEEN_PAYLOADS_MAX = 200_000
+# Ended flows remembered to tell a later record of one apart (duplicate or late): the most
+# recent ones only, so that a Live tail running for days does not grow with every flow. A
+# record of a flow that ended longer ago (only a damaged capture has one) starts a flow of its
+# own, without a request.
+_ENDED_MAX = 100_000
 
 # ---------------------------------------------------------------------------------------------
 # Canonical hashing, fast path
@@ -816,7 +821,10 @@ class Normalizer:
         # holds open flows only; keep what tells later records apart (duplicate or late).
         self._flow_row(flow)
         del self._flows[flow.flow_id]
-        self._ended[flow.flow_id] = flow.next_n
+        ended = self._ended
+        ended[flow.flow_id] = flow.next_n
+        if len(ended) > _ENDED_MAX:
+            del ended[next(iter(ended))]  # the earliest ended
 
     def _server_unreachable(self, record: dict[str, Any]) -> None:
         flow_id = record.get("flow")

@@ -183,6 +183,21 @@ def test_damage_is_counted_and_skipped() -> None:
     assert frames.events["event_id"].to_list() == ["1", "3"]
 
 
+def test_only_the_latest_ended_flows_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(N, "_ENDED_MAX", 2)
+    c = Capture()
+    flows = [c.request("GET") for _ in range(3)]
+    for f in flows:
+        c.response(f, sse=True)
+        c.chunk(f, "data: a\n\n", n=0)
+        c.end(f)
+    normalizer = Normalizer()
+    normalizer.add_all(c.records)
+    assert list(normalizer._ended) == flows[1:]  # bounded, the earliest forgotten
+    normalizer.add_all([r for r in c.records if r["kind"] == "chunk" and r["flow"] == flows[2]])
+    assert normalizer.counts["duplicate_record"] == 1  # a recent flow's record is still told
+
+
 def test_replica_header_overrides_the_recorded_replica() -> None:
     c = Capture()
     f = c.request("GET")
