@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Imported whole before any page runs: altair finds pandas through `sys.modules`, so a chart
+# drawn on one session's thread while another thread was still importing pandas met a
+# partially initialized module (an error box on a page opened right after the start).
+import pandas  # noqa: F401
 import streamlit as st
 
-from dashboards import data
+from dashboards import charts, data  # noqa: F401  (charts: altair, and what it imports)
 
 # A local favicon: for a material or emoji icon the browser would fetch the image from Google or
 # jsDelivr, and the dashboard must not call out.
