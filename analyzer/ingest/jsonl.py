@@ -504,6 +504,7 @@ def _parse(
     line: bytes, torn: bool, counts: Counter[str], from_json: Callable[..., Any]
 ) -> dict[str, Any] | None:
     """The record on a line, or None (counted) when the line is unusable."""
+    check = _check
     try:
         record = from_json(line, allow_inf_nan=False, cache_strings="keys")
     except ValueError:
@@ -525,15 +526,10 @@ def _parse(
             counts["corrupt_line"] += 1
             return None
         counts["nonstrict_json"] += 1
-        # Only this lenient parser lets lone surrogates through: check them here, off the
-        # fast path (pydantic-core and orjson refuse them).
-        problem = record_problem(record)
-        if problem is not None:
-            counts[problem] += 1
-            return None
-        lenient: dict[str, Any] = record
-        return lenient
-    problem = _check(record)
+        # Only this lenient parser lets lone surrogates through: they are checked for here,
+        # off the fast path (pydantic-core and orjson refuse them).
+        check = record_problem
+    problem = check(record)
     if problem is not None:
         counts[problem] += 1
         return None

@@ -405,6 +405,13 @@ def _with(line: bytes, field: str, value: Any) -> bytes:
     return json.dumps(record).encode()  # big ints exact, lone surrogates as \\u escapes
 
 
+def _read_with(tmp_path: Path, index: int, field: str, value: Any) -> tuple[InputReport, Path]:
+    """`_read` of the `_session` capture with one field of its line `index` set to `value`."""
+    lines = _session().lines()
+    lines[index] = _with(lines[index], field, value)
+    return _read(tmp_path, _join(lines))
+
+
 @pytest.mark.parametrize(
     ("index", "field", "value"),
     [
@@ -428,9 +435,7 @@ def _with(line: bytes, field: str, value: Any) -> bytes:
 def test_values_past_their_column_are_malformed_records(
     tmp_path: Path, index: int, field: str, value: Any
 ) -> None:
-    lines = _session().lines()
-    lines[index] = _with(lines[index], field, value)
-    report, out = _read(tmp_path, _join(lines))
+    report, out = _read_with(tmp_path, index, field, value)
     chunk = index == 6  # the chunk n=1: its event is lost and its gap counted
     assert report.counts == (
         {"invalid_record": 1, "chunk_gap": 1} if chunk else {"invalid_record": 1}
@@ -452,9 +457,7 @@ def test_values_past_their_column_are_malformed_records(
 def test_lone_surrogates_in_names_make_the_record_malformed(
     tmp_path: Path, index: int, field: str, value: Any
 ) -> None:
-    lines = _session().lines()
-    lines[index] = _with(lines[index], field, value)
-    report, out = _read(tmp_path, _join(lines))
+    report, out = _read_with(tmp_path, index, field, value)
     assert report.counts == {"invalid_record": 1, "nonstrict_json": 1}
     flows = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
     assert flows["flow_id"].sort().to_list() == ["f1", "f2"]
@@ -494,41 +497,28 @@ def test_a_schema_of_odd_digits_is_unsupported(tmp_path: Path, schema: str) -> N
         _read(tmp_path, _join(lines))
 
 
+_MINIMAL: dict[str, dict[str, Any]] = {
+    "chunk": {"n": 0, "data": {"text": ""}},
+    "request": {"method": "P", "path": "/", "headers": []},
+    "response": {"status": 200, "headers": []},
+}
+
+
+def _minimal(kind: str, **fields: Any) -> dict[str, Any]:
+    """The smallest valid record of `kind` (flow "f", seq 1, ts_ns 1), with `fields` set."""
+    return {"kind": kind, "seq": 1, "ts_ns": 1, "flow": "f", **_MINIMAL[kind], **fields}
+
+
 def _chunk(**fields: Any) -> dict[str, Any]:
-    return {
-        "kind": "chunk",
-        "seq": 1,
-        "ts_ns": 1,
-        "flow": "f",
-        "n": 0,
-        "data": {"text": ""},
-        **fields,
-    }
+    return _minimal("chunk", **fields)
 
 
 def _request(**fields: Any) -> dict[str, Any]:
-    return {
-        "kind": "request",
-        "seq": 1,
-        "ts_ns": 1,
-        "flow": "f",
-        "method": "P",
-        "path": "/",
-        "headers": [],
-        **fields,
-    }
+    return _minimal("request", **fields)
 
 
 def _response(**fields: Any) -> dict[str, Any]:
-    return {
-        "kind": "response",
-        "seq": 1,
-        "ts_ns": 1,
-        "flow": "f",
-        "status": 200,
-        "headers": [],
-        **fields,
-    }
+    return _minimal("response", **fields)
 
 
 @pytest.mark.parametrize(
