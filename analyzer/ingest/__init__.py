@@ -69,7 +69,7 @@ class Ingested:
     directories: tuple[Path | None, ...]  # None for an input skipped as already read
     # Per input, the ids of its flows that an earlier input holds too (the same capture under
     # two paths, or a copy of some of its files): left out of its tables. None when none.
-    repeated: tuple[pl.DataFrame | None, ...] = ()
+    repeated: tuple[pl.DataFrame | None, ...]
 
     def scan(self, table: str) -> pl.LazyFrame:
         """One normalized table over all inputs (flows get the `input` index column)."""
@@ -82,7 +82,7 @@ class Ingested:
             if not files:
                 continue
             frame = pl.scan_parquet(files, schema=schema)
-            repeated = self.repeated[index] if index < len(self.repeated) else None
+            repeated = self.repeated[index]
             if repeated is not None and "flow_id" in schema:
                 frame = frame.join(repeated.lazy(), on="flow_id", how="anti")
             if table == "flows":
@@ -163,12 +163,15 @@ def _repeated_flows(directories: Sequence[Path | None]) -> list[pl.DataFrame | N
     content): one seen in two inputs is the same flow read twice, which would otherwise count
     every event twice and pair each copy with the other as a duplicate.
     """
+    parts = [
+        (i, sorted(d.glob("flows-*.parquet"))) for i, d in enumerate(directories) if d is not None
+    ]
     scans = [
-        pl.scan_parquet(sorted(d.glob("flows-*.parquet")), schema=S.RAW_FLOWS)
+        pl.scan_parquet(files, schema=S.RAW_FLOWS)
         .select("flow_id")
         .with_columns(pl.lit(i, pl.Int32).alias("input"))
-        for i, d in enumerate(directories)
-        if d is not None and any(d.glob("flows-*.parquet"))
+        for i, files in parts
+        if files
     ]
     found: list[pl.DataFrame | None] = [None] * len(directories)
     if len(scans) < 2:
