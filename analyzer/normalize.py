@@ -17,6 +17,7 @@ import base64
 import copy
 import hashlib
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,6 +37,7 @@ __all__ = [
     "NormalizedFrames",
     "Normalizer",
     "fast_canonical_hash",
+    "json_number",
     "normalize_records",
 ]
 
@@ -59,8 +61,6 @@ _UNPARSED = frozenset(
 )
 
 _MEMO_MAX = 4096  # replays re-send recent events: a small memo catches them
-# Int64 columns (error_code, retry): a payload's integer past this range is recorded as null.
-_I64 = 1 << 63
 _json_list = json.JSONEncoder(ensure_ascii=False).encode
 _SEEN_PAYLOADS_MAX = 200_000
 # Ended flows remembered to tell a later record of one apart (duplicate or late): the most
@@ -151,6 +151,18 @@ def _client_info(info: object) -> str | None:
     return f"{name}/{version}" if isinstance(version, str) else name
 
 
+def json_number(value: object) -> float | None:
+    """A JSON number as a finite float; None for anything else: absent, text, a flag, an
+    infinity (JSON's 1e400 reads as one), or an integer past the float range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _progress(params: Mapping[str, Any]) -> tuple[str | None, float | None]:
     """A progress notification's token (canonical JSON) and value (when a finite number)."""
     token = params.get("progressToken")
@@ -158,15 +170,7 @@ def _progress(params: Mapping[str, Any]) -> tuple[str | None, float | None]:
         key = str(token) if type(token) is int else None if token is None else canonical_json(token)
     except (TypeError, ValueError):  # not JSON, or an int too long to write
         key = None
-    value = params.get("progress")
-    if isinstance(value, float):
-        return key, value
-    if not isinstance(value, int) or isinstance(value, bool):  # a flag is no progress value
-        return key, None
-    try:
-        return key, float(value)
-    except OverflowError:  # an integer beyond float range
-        return key, None
+    return key, json_number(params.get("progress"))
 
 
 def _hint(annotations: Mapping[str, Any], key: str) -> bool | None:
@@ -235,7 +239,7 @@ def _describe(
             error = value.get("error")
             if isinstance(error, dict):
                 code = error.get("code")
-                if type(code) is int and -_I64 <= code < _I64:
+                if type(code) is int and -S.INT64_END <= code < S.INT64_END:
                     error_code = code
     row: _MsgRow = (
         member,
@@ -927,7 +931,7 @@ class Normalizer:
         retry = event.retry
         warnings = event.warnings
         if retry is not None:
-            if retry >= _I64:
+            if retry >= S.INT64_END:
                 # Valid per WHATWG (ASCII digits) but past any Int64 column: no real delay.
                 retry = None
                 warnings = (*warnings, "retry-too-large")

@@ -25,6 +25,8 @@ __all__ = [
     "END_HOW",
     "EXCHANGES",
     "INCARNATIONS",
+    "INT32_END",
+    "INT64_END",
     "MESSAGES",
     "NORMALIZED_VERSION",
     "OUTCOME",
@@ -85,6 +87,11 @@ at capture end; 404; another non-2xx status; no HTTP response at all."""
 SESSION_END: pl.DataType = pl.Enum(["delete", "404", "capture_end"])
 """How a session ended: a DELETE answered 2xx, a 404 to a request carrying its id, or not at all
 before the capture ended."""
+
+INT64_END = 1 << 63
+"""The first integer an Int64 column cannot hold (it holds -INT64_END .. INT64_END - 1)."""
+INT32_END = 1 << 31
+"""The first integer an Int32 column cannot hold."""
 
 _STR: pl.DataType = pl.String()
 _I32: pl.DataType = pl.Int32()

@@ -32,13 +32,14 @@ from analyzer.ingest.common import (
     normalize_to_parts,
 )
 from analyzer.ingest.jsonl import record_problem
+from analyzer.normalize import json_number
 from analyzer.records import body_from_bytes
+from analyzer.schema import INT64_END
 
 __all__ = ["read_har"]
 
 _EPOCH_2001_S = 978_307_200
-# Times are ns since the epoch in Int64 columns (the years 1677 to 2262).
-_NS_LIMIT = 1 << 63
+# Times are ns since the epoch in Int64 columns (the years 1677 to 2262): within INT64_END.
 
 HAR_CLIENT = "har"
 """The client address every HAR entry gets (HAR does not record it)."""
@@ -51,27 +52,15 @@ def _ns(started: object) -> int:
         raise ValueError("startedDateTime is not a string")
     moment = datetime.fromisoformat(started.replace("Z", "+00:00"))
     ns = int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
-    if not -_NS_LIMIT <= ns < _NS_LIMIT:
+    if not -INT64_END <= ns < INT64_END:
         raise ValueError("startedDateTime is out of range")
     return ns
-
-
-def _number(value: object) -> float | None:
-    """A JSON number as a finite float; None for anything else: absent, text, a flag, an
-    infinity (JSON's 1e400 reads as one), or an integer past the float range."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _span_ns(ms: float) -> int:
     """A duration in ms (finite) as ns; ValueError past the ns range."""
     ns = ms * 1_000_000
-    if not -_NS_LIMIT < ns < _NS_LIMIT:
+    if not -INT64_END < ns < INT64_END:
         raise ValueError("a duration is out of range")
     return int(ns)
 
@@ -119,10 +108,10 @@ def _sse_block(message: dict[str, Any], previous_id: str) -> tuple[str, str]:
 
 def _message_ns(offset_ns: float, base: int, fallback: int) -> int:
     """`base` plus a message's time offset, or `fallback` when that is past the ns range."""
-    if not -_NS_LIMIT < offset_ns < _NS_LIMIT:  # NaN fails too
+    if not -INT64_END < offset_ns < INT64_END:  # NaN fails too
         return fallback
     ts = base + int(offset_ns)
-    return ts if -_NS_LIMIT <= ts < _NS_LIMIT else fallback
+    return ts if -INT64_END <= ts < INT64_END else fallback
 
 
 def _entry_records(
@@ -169,7 +158,7 @@ def _entry_records(
         return
     timings = entry.get("timings") or {}
     # A phase that is no positive finite number does not apply (HAR writes -1 for that).
-    phases = (_number(timings.get(k)) for k in ("blocked", "dns", "connect", "send", "wait"))
+    phases = (json_number(timings.get(k)) for k in ("blocked", "dns", "connect", "send", "wait"))
     waited = sum(ms for ms in phases if ms is not None and ms > 0)
     responded = started + _span_ns(waited)  # a sum past the ns range: a malformed entry
     resp_headers = _headers(response.get("headers"))
@@ -196,7 +185,7 @@ def _entry_records(
             items = [m for m in messages if isinstance(m, dict)]
             # A message's time that is no finite number, or lands past the ns range, is as
             # if absent: the message is timed at the end of the entry.
-            times = [_number(m.get("time")) for m in items]
+            times = [json_number(m.get("time")) for m in items]
             first = next((t for t in times if t is not None), None)
             for n, message in enumerate(items):
                 block, last_id = _sse_block(message, last_id)

@@ -44,6 +44,7 @@ from analyzer.ingest.common import (
 )
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
 from analyzer.records import SCHEMA_MAJOR, SCHEMA_MINOR
+from analyzer.schema import INT32_END, INT64_END
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -61,9 +62,8 @@ _FLOW_KEY = b'"flow":'
 _HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
 # Integer fields land in Int64 (seq, ts_ns, truncated_bytes) and Int32 (chunk n, status)
 # columns: a value past their range is no record the writer could have written. `_check` spells
-# the hot path's bounds as literals (0x7FFF_FFFF_FFFF_FFFF is _I64 - 1): a global costs a lookup.
-_I64 = 1 << 63
-_I32 = 1 << 31
+# the hot path's bounds as literals (0x7FFF_FFFF_FFFF_FFFF is INT64_END - 1): a global costs a
+# lookup.
 
 
 def is_capture_file(path: Path) -> bool:
@@ -303,11 +303,13 @@ def _check(record: object) -> str | None:
         body = record.get("body")
         if not _headers_ok(record["headers"]) or not _body_ok(body):
             return "invalid_record"
-        if kind == "response" and not -_I32 <= record["status"] < _I32:
+        if kind == "response" and not -INT32_END <= record["status"] < INT32_END:
             return "invalid_record"
         if body is not None:
             truncated = body.get("truncated_bytes")
-            if truncated is not None and (type(truncated) is not int or not 0 <= truncated < _I64):
+            if truncated is not None and (
+                type(truncated) is not int or not 0 <= truncated < INT64_END
+            ):
                 return "invalid_record"
     elif kind == "stream_end" and record["how"] not in _HOW:
         return "invalid_record"

@@ -25,12 +25,9 @@ from analyzer.ingest.common import (
 )
 from analyzer.ingest.jsonl import record_problem
 from analyzer.records import body_from_bytes
+from analyzer.schema import INT64_END
 
 __all__ = ["read_mitm"]
-
-
-# Times are ns since the epoch in Int64 columns (the years 1677 to 2262).
-_NS_LIMIT = 1 << 63
 
 
 def _ns(seconds: float | None, fallback: int) -> int:
@@ -39,7 +36,8 @@ def _ns(seconds: float | None, fallback: int) -> int:
     if not seconds:
         return fallback
     ns = seconds * 1e9
-    if not -_NS_LIMIT < ns < _NS_LIMIT:  # infinities and NaN fail too
+    # ns since the epoch in an Int64 column (the years 1677 to 2262); infinities and NaN fail
+    if not -INT64_END < ns < INT64_END:
         raise ValueError(f"timestamp {seconds!r} is out of range")
     return int(ns)
 
