@@ -18,6 +18,7 @@ from typing import Final, Literal
 import altair as alt
 import polars as pl
 
+from analyzer.inert import inert, inert_frame
 from dashboards.data import SessionView
 
 __all__ = ["NO_STREAM", "Spacing", "lanes", "marks", "timeline_chart"]
@@ -68,7 +69,7 @@ def lanes(view: SessionView) -> pl.DataFrame:
         else:
             what += " standalone"
         replicas_of = " → ".join(row["replicas"] or []) or "replica unknown"
-        labels.append(f"S{row['n']} {what} · {replicas_of}")
+        labels.append(inert(f"S{row['n']} {what} · {replicas_of}"))
     return pl.DataFrame(
         {"stream_id": streams["stream_id"], "lane": labels},
         schema={"stream_id": pl.String, "lane": pl.String},
@@ -474,9 +475,10 @@ def timeline_chart(
 
 
 def _records(frame: pl.DataFrame) -> pl.DataFrame:
-    """A frame Vega-Lite can take: no datetime columns (times travel as `utc` text)."""
+    """A frame Vega-Lite can take: no datetime columns (times travel as `utc` text), and wire
+    text in tooltips and labels with its controls and bidi overrides made visible."""
     drop = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime | pl.List)]
-    return frame.drop(drop)
+    return inert_frame(frame.drop(drop))
 
 
 def _lane_number(lane: str) -> int:

@@ -3,7 +3,10 @@
 Anything that came off the wire (payloads, session ids, tool names, and finding titles and
 details, which quote them) goes through `st.text`, `st.code`, `st.json` or `st.dataframe`, never
 markdown and never `unsafe_allow_html`: a payload such as `<img src=x onerror=...>` or a
-markdown image that would fetch a URL must stay characters on the screen.
+markdown image that would fetch a URL must stay characters on the screen. Controls and bidi
+overrides in it are shown as U+FFFD (`analyzer.inert`): the browser would hide the one and let the
+other reorder what is shown, so that an id reads as another. `text`, `label`, `facts`, `payload`
+and `table` apply that; a page shows captured text through them.
 """
 
 from __future__ import annotations
@@ -14,10 +17,21 @@ from typing import Any, Final
 import polars as pl
 import streamlit as st
 
+from analyzer.inert import escape_json, inert, inert_frame
 from analyzer.ingest import IngestError
 from dashboards import data
 
-__all__ = ["SEVERITY_COLOR", "counts_by", "payload", "require_source", "severity_badge", "table"]
+__all__ = [
+    "SEVERITY_COLOR",
+    "counts_by",
+    "facts",
+    "label",
+    "payload",
+    "require_source",
+    "severity_badge",
+    "table",
+    "text",
+]
 
 SEVERITY_COLOR: Final = {"high": "red", "medium": "orange", "low": "yellow", "info": "gray"}
 
@@ -32,7 +46,7 @@ def require_source() -> tuple[str, data.Signature]:
         sig = data.signature(path)
     except IngestError as e:
         st.warning("The input has nothing to read yet (or cannot be read):")
-        st.text(str(e))
+        text(str(e))
         st.stop()
     if not sig:
         st.warning("The input has no capture files yet.")
@@ -45,8 +59,32 @@ def severity_badge(severity: str) -> None:
     st.badge(severity.upper(), color=SEVERITY_COLOR.get(severity, "gray"))  # type: ignore[arg-type]
 
 
+def label(value: object) -> str:
+    """Captured text as an option label (a select box's `format_func`)."""
+    return inert(str(value))
+
+
+def text(value: str) -> None:
+    """Captured text (or a line quoting it) as `st.text`."""
+    st.text(inert(value, lines=True))
+
+
+def facts(value: dict[str, Any], *, expanded: bool = True) -> None:
+    """A JSON view of named facts: strings, numbers, None and lists of them (a finding's ids)."""
+    st.json({name: _inert_json(v) for name, v in value.items()}, expanded=expanded)
+
+
+def _inert_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return inert(value, lines=True)
+    if isinstance(value, list | tuple):
+        return [_inert_json(v) for v in value]
+    return value
+
+
 def payload(text: str | None, *, label: str | None = None) -> None:
-    """A payload as a code block: JSON pretty-printed, anything else verbatim."""
+    """A payload as a code block: JSON pretty-printed (acting characters as their `\\u`
+    escapes), anything else verbatim but for those characters."""
     if label is not None:
         st.text(label)
     if text is None:
@@ -55,9 +93,9 @@ def payload(text: str | None, *, label: str | None = None) -> None:
     try:
         pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
-        st.code(text, language=None, wrap_lines=True)
+        st.code(inert(text, lines=True), language=None, wrap_lines=True)
     else:
-        st.code(pretty, language="json", wrap_lines=True)
+        st.code(escape_json(pretty), language="json", wrap_lines=True)
 
 
 def table(frame: pl.DataFrame, *, key: str, **options: Any) -> Any:
@@ -69,7 +107,12 @@ def table(frame: pl.DataFrame, *, key: str, **options: Any) -> Any:
     }
     config.update(options.pop("column_config", None) or {})
     return st.dataframe(
-        frame, hide_index=True, key=key, placeholder="—", column_config=config, **options
+        inert_frame(frame),
+        hide_index=True,
+        key=key,
+        placeholder="—",
+        column_config=config,
+        **options,
     )
 
 

@@ -6,7 +6,6 @@ at a fixed width, so it reads the same without colour and the same input gives t
 
 from __future__ import annotations
 
-import re
 from typing import Final, TextIO
 
 from rich import box
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analyzer.findings import Severity
+from analyzer.inert import inert
 from analyzer.report import Report, at_or_above
 
 __all__ = ["render", "summary_line", "write"]
@@ -28,12 +28,6 @@ _STYLE: Final = {
     Severity.LOW: "cyan",
     Severity.INFO: "dim",
 }
-
-
-# What a terminal would act on instead of showing: C0 and C1 controls (escape sequences, bells,
-# carriage returns) and the bidirectional overrides that reorder what is shown. Titles and
-# session ids carry server-chosen text (event ids, tool names): each of these is shown as U+FFFD.
-_NOT_INERT: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def write(report: Report, out: TextIO, *, terminal: bool | None = None) -> None:
@@ -108,17 +102,14 @@ def _table(report: Report, *, terminal: bool) -> Table:
     table.add_column("title", overflow="fold", ratio=1)
     for row in report.findings.iter_rows(named=True):
         severity = Severity(row["severity"])
+        # Titles and session ids carry server-chosen text (event ids, tool names).
         table.add_row(
             Text(severity.value.upper(), style=_STYLE[severity] if terminal else ""),
-            Text(_inert(row["detector"])),
-            Text(_inert(row["session"] or "-")),
-            Text(_inert(row["title"])),
+            Text(inert(row["detector"])),
+            Text(inert(row["session"] or "-")),
+            Text(inert(row["title"])),
         )
     return table
-
-
-def _inert(text: str) -> str:
-    return _NOT_INERT.sub("\ufffd", text)
 
 
 def _isatty(out: TextIO) -> bool:

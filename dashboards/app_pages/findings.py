@@ -25,7 +25,9 @@ chosen_detectors = cols[0].multiselect("Detector", detector_ids, key="f_detector
 levels = [s.value for s in reversed(Severity)]
 chosen_levels = cols[1].multiselect("Severity", levels, key="f_severity")
 session_ids = sorted(found["session"].drop_nulls().unique().to_list())
-chosen_sessions = cols[2].multiselect("Session", session_ids, key="f_session")
+chosen_sessions = cols[2].multiselect(
+    "Session", session_ids, format_func=views.label, key="f_session"
+)
 
 shown = found
 if chosen_detectors:
@@ -94,7 +96,7 @@ head = st.columns([6, 2])
 with head[0]:
     st.subheader(str(finding["detector"]))
     views.severity_badge(str(finding["severity"]))
-    st.text(str(finding["title"]))
+    views.text(str(finding["title"]))
 with head[1]:
     if finding["session"] is not None and st.button("Open in session timeline", key="to_timeline"):
         st.switch_page(
@@ -108,10 +110,12 @@ facts = {
     "last evidence (UTC)": None if finding["last_ts"] is None else str(finding["last_ts"]),
     "fingerprint": fingerprint,
 }
-st.json(facts, expanded=True)
-st.text(str(finding["detail"]))
+views.facts(facts)
+views.text(str(finding["detail"]))
 with st.expander("Evidence ids", expanded=False):
-    st.json({k: list(finding[k]) for k in ("flow_ids", "stream_ids", "event_ids", "request_ids")})
+    views.facts(
+        {k: list(finding[k]) for k in ("flow_ids", "stream_ids", "event_ids", "request_ids")}
+    )
 
 
 lane_of: dict[str, str] = {}
@@ -140,7 +144,7 @@ def side_by_side(rows: list[dict[str, object]]) -> None:
         chunk = rows[start : start + 3]
         for col, row in zip(st.columns(len(chunk)), chunk, strict=True):
             with col, st.container(border=True):
-                st.text(occurrence_label(row))
+                views.text(occurrence_label(row))
                 if row["id_only"]:
                     st.text("(id-only priming event: no payload)")
                 else:
@@ -154,7 +158,7 @@ if detector == "duplicate-event-id" and events.height:
     for event_id in finding["event_ids"]:
         same = events.filter((pl.col("event_id") == event_id) & ~pl.col("id_only"))
         distinct = same.unique("payload_hash", keep="first", maintain_order=True)
-        st.text(f"event id {event_id}: {same.height} issue(s), {distinct.height} payload(s)")
+        views.text(f"event id {event_id}: {same.height} issue(s), {distinct.height} payload(s)")
         side_by_side(list(distinct.iter_rows(named=True)))
 elif detector == "causal-gap" and events.height:
     st.subheader("The missing events")
@@ -172,7 +176,7 @@ if proof.calls.height:
     calls = list(proof.calls.iter_rows(named=True))
     for col, call in zip(st.columns(len(calls[:3])), calls[:3], strict=True):
         with col, st.container(border=True):
-            st.text(
+            views.text(
                 f"request {call['request_id']}: tools/call {call['tool_name']}\n"
                 f"on {lane(call['stream_id'])} · {call['ts']:%H:%M:%S.%f} UTC\n"
                 f"flow {call['flow_id']}"

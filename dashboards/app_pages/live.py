@@ -54,7 +54,7 @@ def live() -> None:
         state = data.live_state(path)
     except (IngestError, OSError) as e:
         st.warning("Nothing to read yet:")
-        st.text(str(e))
+        views.text(str(e))
         return
     sig = state.files
     if not sig:
@@ -90,7 +90,7 @@ def live() -> None:
     )
     if summary.warnings:
         for warning in summary.warnings:
-            st.text(f"• {warning}")
+            views.text(f"• {warning}")
     st.subheader("Capture files")
     views.table(files, key="l_files")
     st.subheader("Latest exchanges")

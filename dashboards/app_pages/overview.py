@@ -30,7 +30,7 @@ health[4].metric("Inputs", f"{summary.inputs.height:,}")
 if summary.warnings:
     st.warning("The reader reported damage (the capture-health detector turns it into findings):")
     for warning in summary.warnings:
-        st.text(f"• {warning}")
+        views.text(f"• {warning}")
 else:
     st.success("Read cleanly: no torn or corrupt lines, no losses, every run closed.")
 

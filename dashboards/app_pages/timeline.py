@@ -31,7 +31,7 @@ session_id = cols[0].selectbox(
     "Session",
     ordered,
     index=ordered.index(wanted) if wanted in ordered else 0,
-    format_func=lambda s: f"{s} · {counts.get(s, 0)} finding(s)",
+    format_func=lambda s: views.label(f"{s} · {counts.get(s, 0)} finding(s)"),
     key="t_session",
 )
 spacing = cols[1].segmented_control(
@@ -47,7 +47,7 @@ own = found.filter(pl.col("session") == session_id)
 
 highlight_options = ["all", *own["fingerprint"].to_list()]
 labels = {
-    row["fingerprint"]: f"{row['severity']} · {row['detector']} · {row['title']}"
+    row["fingerprint"]: views.label(f"{row['severity']} · {row['detector']} · {row['title']}")
     for row in own.iter_rows(named=True)
 }
 wanted_finding = st.query_params.get("finding")
@@ -68,7 +68,7 @@ facts[2].metric("Resumptions", view.resumptions.height)
 facts[3].metric("Tool calls", view.tool_calls.height)
 facts[4].metric("SSE events", view.events.height)
 facts[5].metric("Findings", own.height)
-st.text(
+views.text(
     f"era {session.get('era')} · client {session.get('client_ip')} "
     f"{session.get('client_info') or ''} · started {session.get('start')} · "
     f"ended by {session.get('end_how') or 'nothing captured'}"
@@ -101,7 +101,7 @@ choices = shown_points["key"].to_list()
 if picked_keys and picked_keys[0] in choices:
     st.session_state["t_mark"] = picked_keys[0]
 describe = {
-    row["key"]: (
+    row["key"]: views.label(
         f"{row['lane']} · {row['what']} · "
         + (f"id {row['event_id']} · " if row["event_id"] else "")
         + (row["method"] or (f"JSON-RPC id {row['rpc_id']}" if row["rpc_id"] else ""))
@@ -115,7 +115,7 @@ if choices:
     )
     if st.session_state.get("t_mark") not in choices:
         st.session_state["t_mark"] = default_key
-    mark = st.selectbox("Payload of", choices, format_func=lambda key: describe[key], key="t_mark")
+    mark = st.selectbox("Payload of", choices, format_func=describe.__getitem__, key="t_mark")
     row = shown_points.filter(pl.col("key") == mark).row(0, named=True)
     if row["findings"]:
         st.text(f"named by: {row['findings']}")

@@ -19,6 +19,7 @@ from analyzer.detectors import DETECTORS, run_detectors
 from analyzer.timeline import load_timeline
 from dashboards import data
 from tests.dashboards.conftest import make_app
+from tests.support.planted import ACTING, SPOOF_ID, spoofing_capture
 from tests.support.records import Capture, event, req, res, sse
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
@@ -348,3 +349,36 @@ def test_a_long_session_is_drawn_in_windows(
     assert high - low == 4000  # MAX_POINTS of the timeline page
     (chart,) = at.get("vega_lite_chart")
     assert chart.proto.spec
+
+
+def _shown_strings(at: AppTest) -> list[str]:
+    """Every string the page shows: texts, code, JSON views, option labels, table cells."""
+    shown = [t.value for t in at.text] + [c.value for c in at.code] + [j.value for j in at.json]
+    for box in [*at.selectbox, *at.multiselect]:
+        shown += [str(o) for o in box.options]
+    for frame in at.dataframe:
+        shown += [str(v) for column in frame.value.columns for v in frame.value[column]]
+    return shown
+
+
+@pytest.mark.parametrize("page", [None, FINDINGS_PAGE, TIMELINE_PAGE, LIVE_PAGE])
+def test_controls_and_bidi_overrides_in_wire_text_are_shown_as_replacement_characters(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: str | None
+) -> None:
+    capture = spoofing_capture(tmp_path / "spoof")
+    found = analyzer_findings(capture).filter(pl.col("detector") == "duplicate-event-id")
+    assert list(found["event_ids"][0]) == [SPOOF_ID]  # the analyzer keeps the id as sent
+    at = make_app(monkeypatch, capture)
+    at.run()
+    if page is not None:
+        at.query_params["finding"] = found["fingerprint"][0]
+        at.switch_page(page).run()
+    no_exception(at)
+    shown = _shown_strings(at)
+    assert [s for s in shown if any(c in s for c in ACTING)] == []
+    assert any("s\ufffdtxt.exe" in s for s in shown)  # the session id, made visible
+    if page == FINDINGS_PAGE:
+        assert "event id e1\ufffdtxt.exe\ufffd[2J: 2 issue(s), 2 payload(s)" in texts(at)
+        # a JSON payload shows the character as its escape, a plain one as U+FFFD
+        assert any("ok \\u202egnp.exe \\u001b]0;pwned\\u0007" in c.value for c in at.code)
+        assert any("plain \ufffdtext\ufffd31m" in c.value for c in at.code)

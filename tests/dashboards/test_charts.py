@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -9,6 +10,7 @@ import pytest
 
 from analyzer.findings import empty_findings, findings_frame
 from dashboards import charts, data
+from tests.support.planted import ACTING, spoofing_capture
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
@@ -143,3 +145,14 @@ def test_window_cuts_every_layer(view: data.SessionView) -> None:
     assert cut["bars"]["lane"].to_list() == [S1]
     assert cut["resumes"].height == 0  # the resume comes later
     assert cut["ends"].height == 0
+
+
+def test_chart_data_shows_controls_and_bidi_overrides_as_replacement_characters(
+    tmp_path: Path,
+) -> None:
+    path = str(spoofing_capture(tmp_path / "spoof"))
+    view = data.session_view(path, data.signature(path), "mcp:s\u202etxt.exe")
+    chart = charts.timeline_chart(charts.marks(view, empty_findings()))
+    spec = json.dumps(chart.to_dict(), ensure_ascii=False)
+    assert [c for c in ACTING if c in spec] == []
+    assert "e1\ufffdtxt.exe\ufffd[2J" in spec  # the event id, in the tooltips' data

@@ -6,6 +6,9 @@ image and bold), the tool name and arguments (an `<img onerror>`), SSE data (the
 `window.pwned` or adds an `<img>` pointing at `MARKDOWN_IMAGE_URL`. The traffic is a broken
 `tools/call` resumed on another replica (same event id, another payload) and then re-issued,
 so the findings' titles and details quote the tool name too.
+
+`spoofing_capture` plants the other kind of hostile text: terminal escapes and bidi overrides,
+which must reach the screen as U+FFFD (or as JSON escapes in a JSON payload).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ MARKDOWN: Final = f"![planted]({MARKDOWN_IMAGE_URL}) **bold**"
 SESSION: Final = f"plant-![s]({MARKDOWN_IMAGE_URL})-**b**"
 TOOL: Final = HTML
 VERSION: Final = "2025-11-25"
+SPOOF_ID: Final = "e1\u202etxt.exe\x1b[2J"
+#: Characters a terminal or browser acts on: none of them may reach the screen.
+ACTING: Final = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066")
 
 
 def planted_capture(directory: Path) -> Path:
@@ -80,4 +86,25 @@ def planted_capture(directory: Path) -> Path:
     c.end(again)
     c.close()
     c.write(directory / "capture-planted-0000.jsonl")
+    return directory
+
+
+def spoofing_capture(directory: Path) -> Path:
+    """A broken tools/call stream resumed on another replica that reissues event id `SPOOF_ID`
+    with another payload, where the session id, the event id and both payloads carry terminal
+    escapes and bidi overrides (`e1<RLO>txt.exe` reads as "e1exe.txt")."""
+    session = {"Mcp-Session-Id": "s\u202etxt.exe", "MCP-Protocol-Version": "2025-11-25"}
+    c = Capture("spoof-run").open()
+    call = c.request(body=req("tools/call", 1, name="t\x1b[2J", arguments={}), headers=session)
+    c.response(call, sse=True, replica="replica-a")
+    log = req("notifications/message", level="info", data="ok \u202egnp.exe \x1b]0;pwned\x07")
+    c.chunk(call, sse(event(log, id=SPOOF_ID)), n=0)
+    c.end(call, "client_closed")
+    resume = c.request("GET", headers={**session, "Last-Event-ID": "e0"})
+    c.response(resume, sse=True, replica="replica-b")
+    c.chunk(resume, sse(event("plain \u2066text\x9b31m", id=SPOOF_ID)), n=0)
+    c.end(resume, "client_closed")
+    c.close()
+    directory.mkdir(parents=True, exist_ok=True)
+    c.write(directory / "capture-spoof-0000.jsonl")
     return directory
