@@ -116,7 +116,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from dashboards.launch import launch
 
-    return int(launch(args.path, port=args.port, address=args.address))
+    return int(launch(args.paths, port=args.port, address=args.address))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,11 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
     d.add_argument(
-        "path",
-        nargs="?",
-        default=None,
+        "paths",
+        nargs="*",
         metavar="PATH",
-        help="a capture directory or file, a mitmproxy dump or a .har to browse",
+        help="capture directories or files, mitmproxy dumps or .har files to browse (several "
+        "are merged into one analysis, as by analyze)",
     )
     d.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     d.add_argument(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas  # noqa: F401
 import streamlit as st
 
-from dashboards import charts, data  # noqa: F401  (charts: altair, and what it imports)
+from dashboards import charts, data, views  # noqa: F401  (charts: altair, and its imports)
 
 # A local favicon: for a material or emoji icon the browser would fetch the image from Google or
 # jsDelivr, and the dashboard must not call out.
@@ -32,5 +32,5 @@ page = st.navigation(pages)
 with st.sidebar:
     st.text("seamwatch")
     source = data.source()
-    st.text(f"Input: {source}" if source else "No input")
+    views.text(f"Input: {views.described(source)}" if source else "No input")
 page.run()

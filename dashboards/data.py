@@ -1,6 +1,7 @@
 """The dashboard's loaders: the analyzer's frames for one input, cached and bounded.
 
-Every loader takes the input path and its `signature` (name, size and mtime of each file read),
+Every loader takes the inputs (`Source`: one path or several, merged into one analysis as by
+`seamwatch analyze`) and their `signature` (name, size and mtime of each file read),
 so a capture that grows (a running proxy's `.partial` file) gets new entries and an unchanged
 one is never read twice; the analyzer's Parquet cache, keyed the same way, makes even a new
 entry cheap when another process already parsed that state. The Live page instead follows a
@@ -28,7 +29,7 @@ from analyzer.ingest import input_kind
 from analyzer.ingest.jsonl import capture_files
 from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import Timeline, load_timeline
-from dashboards.launch import SOURCE_ENV
+from dashboards.launch import SOURCE_ENV, decode_source
 
 __all__ = [
     "LOSS_KEYS",
@@ -38,6 +39,7 @@ __all__ = [
     "Overview",
     "SessionView",
     "Signature",
+    "Source",
     "evidence",
     "findings",
     "live_findings",
@@ -55,6 +57,8 @@ __all__ = [
 
 #: Name, size and mtime (ns) of every file an input is read from.
 Signature = tuple[tuple[str, int, int], ...]
+#: The inputs of one analysis, as given (several are merged, as by `seamwatch analyze`).
+Source = tuple[str, ...]
 
 #: Reader counts that stand for records lost before they reached the disk or the reader.
 LOSS_KEYS: Final = ("seq_gap", "writer_dropped", "chunk_gap")
@@ -66,40 +70,42 @@ PREVIEW_CHARS: Final = 240
 BETWEEN_ROWS: Final = 500
 
 
-def source() -> str | None:
-    """The input the dashboard was started on (`seamwatch dashboard PATH`), if any."""
-    return os.environ.get(SOURCE_ENV) or None
+def source() -> Source | None:
+    """The inputs the dashboard was started on (`seamwatch dashboard PATH...`), if any."""
+    return decode_source(os.environ.get(SOURCE_ENV, ""))
 
 
-def signature(path: str) -> Signature:
-    """Name, size and mtime of the input's files: the cache key of every loader.
+def signature(source: Source) -> Signature:
+    """Name, size and mtime of the inputs' files: the cache key of every loader.
 
-    Raises `analyzer.ingest.IngestError` when the path holds nothing readable (yet).
+    Raises `analyzer.ingest.IngestError` when an input holds nothing readable (yet).
     """
-    p = Path(path)
-    files = capture_files(p) if input_kind(p) == "capture" else [p]
     out = []
-    for f in files:
-        try:
-            stat = f.stat()
-        except FileNotFoundError:  # renamed by a rotation between listing and stat
-            continue
-        out.append((f.name, stat.st_size, stat.st_mtime_ns))
+    for path in source:
+        p = Path(path)
+        files = capture_files(p) if input_kind(p) == "capture" else [p]
+        for f in files:
+            try:
+                stat = f.stat()
+            except FileNotFoundError:  # renamed by a rotation between listing and stat
+                continue
+            # Several inputs may hold files of the same name: those are told apart by path.
+            out.append((f.name if len(source) == 1 else str(f), stat.st_size, stat.st_mtime_ns))
     return tuple(out)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Reading the capture…")
-def _timeline(path: str, sig: Signature) -> Timeline:
+def _timeline(source: Source, sig: Signature) -> Timeline:
     """The analyzer's timeline of this state of the input (lazy scans of its Parquet cache)."""
     del sig  # the cache key only: load_timeline re-checks sizes and mtimes itself
-    return load_timeline([path])
+    return load_timeline(list(source))
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the detectors…")
-def findings(path: str, sig: Signature) -> pl.DataFrame:
+def findings(source: Source, sig: Signature) -> pl.DataFrame:
     """Every finding of the registered detectors, in report order (analyzer.findings)."""
     # The registry is read at call time, not bound at import, so tests can plant detectors.
-    return detectors.run_detectors(_timeline(path, sig), detectors=detectors.DETECTORS)
+    return detectors.run_detectors(_timeline(source, sig), detectors=detectors.DETECTORS)
 
 
 @dataclass(frozen=True)
@@ -124,9 +130,9 @@ class Overview:
 
 
 @st.cache_data(max_entries=8, show_spinner="Reading the capture…")
-def overview(path: str, sig: Signature) -> Overview:
+def overview(source: Source, sig: Signature) -> Overview:
     """What was read and how much of it there is."""
-    return _overview_of(_timeline(path, sig))
+    return _overview_of(_timeline(source, sig))
 
 
 def _overview_of(timeline: Timeline) -> Overview:
@@ -201,15 +207,15 @@ def _last_ts() -> pl.Expr:
 
 
 @st.cache_data(max_entries=8)
-def sessions(path: str, sig: Signature) -> pl.DataFrame:
+def sessions(source: Source, sig: Signature) -> pl.DataFrame:
     """The sessions (analyzer.schema.SESSIONS), earliest first."""
-    return _timeline(path, sig).sessions.sort("start", "session_id", nulls_last=True).collect()
+    return _timeline(source, sig).sessions.sort("start", "session_id", nulls_last=True).collect()
 
 
 @st.cache_data(max_entries=8)
-def recent_exchanges(path: str, sig: Signature, limit: int = 50) -> pl.DataFrame:
+def recent_exchanges(source: Source, sig: Signature, limit: int = 50) -> pl.DataFrame:
     """The latest HTTP exchanges, newest first (the Live page)."""
-    return _recent_of(_timeline(path, sig), limit)
+    return _recent_of(_timeline(source, sig), limit)
 
 
 def _recent_of(timeline: Timeline, limit: int) -> pl.DataFrame:
@@ -273,8 +279,8 @@ def live_state(path: str) -> LiveState:
     Raises `analyzer.ingest.IngestError` when the path holds nothing readable (yet).
     """
     if input_kind(Path(path)) != "capture":
-        sig = signature(path)
-        return LiveState(f"sig:{sig!r}", sig, _timeline(path, sig), 0, 0, False, False)
+        sig = signature((path,))
+        return LiveState(f"sig:{sig!r}", sig, _timeline((path,), sig), 0, 0, False, False)
     tail, token = _capture_tail(path)
     if tail.version:
         polled = tail.poll()
@@ -355,11 +361,11 @@ def live_recent_exchanges(
 
 
 @st.cache_data(max_entries=64)
-def payload_texts(path: str, sig: Signature, hashes: tuple[str, ...]) -> dict[str, str]:
+def payload_texts(source: Source, sig: Signature, hashes: tuple[str, ...]) -> dict[str, str]:
     """The text of these payloads (base64 for binary data), by data hash."""
     if not hashes:
         return {}
-    return _timeline(path, sig).payload_text(list(hashes))
+    return _timeline(source, sig).payload_text(list(hashes))
 
 
 @dataclass(frozen=True)
@@ -378,9 +384,9 @@ class SessionView:
 
 
 @st.cache_data(max_entries=16, show_spinner="Loading the session…")
-def session_view(path: str, sig: Signature, session_id: str) -> SessionView:
+def session_view(source: Source, sig: Signature, session_id: str) -> SessionView:
     """Every frame of one session, collected."""
-    timeline = _timeline(path, sig)
+    timeline = _timeline(source, sig)
     own = pl.col("session_id") == session_id
     carried = (
         timeline.messages.filter(own & (pl.col("source") == "sse"))
@@ -417,7 +423,7 @@ def session_view(path: str, sig: Signature, session_id: str) -> SessionView:
     ).drop_nulls()
     previews = {
         key: _preview(text)
-        for key, text in payload_texts(path, sig, tuple(sorted(set(hashes.to_list())))).items()
+        for key, text in payload_texts(source, sig, tuple(sorted(set(hashes.to_list())))).items()
     }
     return SessionView(
         session=session.row(0, named=True) if session.height else {"session_id": session_id},
@@ -451,13 +457,13 @@ class Evidence:
 
 
 @st.cache_data(max_entries=32, show_spinner="Collecting the evidence…")
-def evidence(path: str, sig: Signature, fingerprint: str) -> Evidence:
+def evidence(source: Source, sig: Signature, fingerprint: str) -> Evidence:
     """The timeline rows a finding's evidence names (looked up by its fingerprint)."""
-    found = findings(path, sig).filter(pl.col("fingerprint") == fingerprint)
+    found = findings(source, sig).filter(pl.col("fingerprint") == fingerprint)
     if not found.height:
         raise KeyError(fingerprint)
     finding = found.row(0, named=True)
-    timeline = _timeline(path, sig)
+    timeline = _timeline(source, sig)
     session = finding["session"]
     own = pl.col("session_id") == session if session is not None else pl.lit(True)
     flows = list(finding["flow_ids"])
@@ -503,7 +509,7 @@ def evidence(path: str, sig: Signature, fingerprint: str) -> Evidence:
     hashes = pl.concat(
         [events["data_hash"], calls["request_body_hash"], calls["result_data_hash"]]
     ).drop_nulls()
-    texts = payload_texts(path, sig, tuple(sorted(set(hashes.to_list()))))
+    texts = payload_texts(source, sig, tuple(sorted(set(hashes.to_list()))))
     return Evidence(
         finding=finding,
         events=events,

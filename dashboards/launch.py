@@ -4,23 +4,34 @@ The server binds to loopback unless `--address` says otherwise (which prints a w
 no usage statistics, shows visitors no exception details or external help links, keeps XSRF
 protection and CORS on, accepts only loopback `Host` names when bound to loopback (DNS
 rebinding), does not watch or rerun the app's source, hides the developer toolbar, and opens no
-browser. The capture path reaches the app through `SOURCE_ENV`, not argv: `AppTest` runs the
-app in the test process, whose argv is pytest's.
+browser. The input paths reach the app through `SOURCE_ENV` (a JSON list), not argv: `AppTest`
+runs the app in the test process, whose argv is pytest's.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-__all__ = ["APP", "LOOPBACK_HOSTS", "SOURCE_ENV", "command", "is_loopback", "launch"]
+__all__ = [
+    "APP",
+    "LOOPBACK_HOSTS",
+    "SOURCE_ENV",
+    "command",
+    "decode_source",
+    "environment",
+    "is_loopback",
+    "launch",
+]
 
-#: Environment variable carrying the capture path from the launcher to the app.
+#: Environment variable carrying the input paths from the launcher to the app: a JSON list of
+#: strings (a value that is not one is taken as a single path, for a hand-made start).
 SOURCE_ENV: Final = "SEAMWATCH_DASHBOARD_PATH"
 
 APP: Final = Path(__file__).resolve().parent / "app.py"
@@ -65,20 +76,36 @@ def command(*, port: int, address: str) -> list[str]:
     return argv
 
 
-def environment(path: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The app's environment: `base` (default os.environ) with the capture path set or unset."""
+def environment(paths: Sequence[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The app's environment: `base` (default os.environ) with the input paths set, or unset
+    when there are none."""
     env = dict(os.environ if base is None else base)
     env.pop(SOURCE_ENV, None)
-    if path is not None:
-        env[SOURCE_ENV] = str(path)  # as given: the server keeps our cwd, and shows it so
+    if paths:
+        # As given: the server keeps our cwd, and shows them so.
+        env[SOURCE_ENV] = json.dumps([str(p) for p in paths], ensure_ascii=False)
     return env
 
 
-def launch(path: str | None, *, port: int, address: str) -> int:
-    """Serve the dashboard over `path`; returns the exit code (on POSIX it never returns)."""
-    if path is not None and not Path(path).exists():
-        print(f"seamwatch: {path}: no such file or directory", file=sys.stderr)
-        return 2
+def decode_source(value: str) -> tuple[str, ...] | None:
+    """The paths `environment` set (None for none)."""
+    if not value:
+        return None
+    try:
+        paths = json.loads(value)
+    except ValueError:
+        return (value,)
+    if isinstance(paths, list) and paths and all(isinstance(p, str) and p for p in paths):
+        return tuple(paths)
+    return (value,)
+
+
+def launch(paths: Sequence[str], *, port: int, address: str) -> int:
+    """Serve the dashboard over `paths`; returns the exit code (on POSIX it never returns)."""
+    for path in paths:
+        if not Path(path).exists():
+            print(f"seamwatch: {path}: no such file or directory", file=sys.stderr)
+            return 2
     if not 0 < port < 65536:
         print(f"seamwatch: --port {port}: expected 1-65535", file=sys.stderr)
         return 2
@@ -90,7 +117,7 @@ def launch(path: str | None, *, port: int, address: str) -> int:
             file=sys.stderr,
         )
     argv = command(port=port, address=address)
-    env = environment(path)
+    env = environment(paths)
     print(f"seamwatch dashboard: http://{_url_host(address)}:{port}/", file=sys.stderr, flush=True)
     if os.name != "posix":
         return subprocess.run(argv, env=env, check=False).returncode

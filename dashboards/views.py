@@ -24,6 +24,7 @@ from dashboards import data
 __all__ = [
     "SEVERITY_COLOR",
     "counts_by",
+    "described",
     "facts",
     "label",
     "payload",
@@ -36,14 +37,14 @@ __all__ = [
 SEVERITY_COLOR: Final = {"high": "red", "medium": "orange", "low": "yellow", "info": "gray"}
 
 
-def require_source() -> tuple[str, data.Signature]:
-    """The input path and its signature, or a note saying what to do (and stop the page)."""
-    path = data.source()
-    if path is None:
+def require_source() -> tuple[data.Source, data.Signature]:
+    """The inputs and their signature, or a note saying what to do (and stop the page)."""
+    source = data.source()
+    if source is None:
         st.info("No input: start the dashboard on a capture, e.g. `seamwatch dashboard capture/`.")
         st.stop()
     try:
-        sig = data.signature(path)
+        sig = data.signature(source)
     except IngestError as e:
         st.warning("The input has nothing to read yet (or cannot be read):")
         text(str(e))
@@ -51,7 +52,14 @@ def require_source() -> tuple[str, data.Signature]:
     if not sig:
         st.warning("The input has no capture files yet.")
         st.stop()
-    return path, sig
+    return source, sig
+
+
+def described(source: data.Source) -> str:
+    """The inputs as one line: "capture/" or "capture-a/ + capture-b/ (2 inputs, merged)"."""
+    if len(source) == 1:
+        return source[0]
+    return f"{' + '.join(source)} ({len(source)} inputs, merged)"
 
 
 def severity_badge(severity: str) -> None:

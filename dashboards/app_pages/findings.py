@@ -10,8 +10,8 @@ import streamlit as st
 from analyzer.findings import Severity
 from dashboards import charts, data, views
 
-path, sig = views.require_source()
-found = data.findings(path, sig)
+source, sig = views.require_source()
+found = data.findings(source, sig)
 
 st.title("Findings")
 if not found.height:
@@ -89,7 +89,7 @@ else:
 if not rows:
     st.caption("Select a row to see its evidence.")
 
-proof = data.evidence(path, sig, fingerprint)
+proof = data.evidence(source, sig, fingerprint)
 finding = proof.finding
 st.divider()
 head = st.columns([6, 2])
@@ -120,7 +120,7 @@ with st.expander("Evidence ids", expanded=False):
 
 lane_of: dict[str, str] = {}
 if finding["session"] is not None:
-    lanes = charts.lanes(data.session_view(path, sig, str(finding["session"])))
+    lanes = charts.lanes(data.session_view(source, sig, str(finding["session"])))
     lane_of = dict(zip(lanes["stream_id"].to_list(), lanes["lane"].to_list(), strict=True))
 
 

@@ -30,8 +30,14 @@ if source is None:
         "`seamwatch dashboard seamwatch-capture/`."
     )
     st.stop()
-path: str = source
-st.text(f"Watching: {path}")
+if len(source) > 1:
+    st.info(
+        "The Live page follows one input: start the dashboard on a single capture directory "
+        "to watch it grow. The other pages show these inputs merged."
+    )
+    st.stop()
+(path,) = source
+views.text(f"Watching: {path}")
 
 cols = st.columns([2, 2, 4])
 auto = cols[0].toggle("Refresh automatically", value=False, key="l_auto")

@@ -9,12 +9,12 @@ import streamlit as st
 from analyzer.findings import Severity
 from dashboards import data, views
 
-path, sig = views.require_source()
-summary = data.overview(path, sig)
-found = data.findings(path, sig)
+source, sig = views.require_source()
+summary = data.overview(source, sig)
+found = data.findings(source, sig)
 
 st.title("Overview")
-st.text(f"Input: {path}")
+views.text(f"Input: {views.described(source)}")
 if summary.first_ts is not None and summary.last_ts is not None:
     st.text(
         f"Traffic from {summary.first_ts:%Y-%m-%d %H:%M:%S.%f} to {summary.last_ts:%H:%M:%S.%f} UTC"
@@ -92,7 +92,7 @@ per_session = views.counts_by(found.filter(pl.col("session").is_not_null()), "se
     {"session": "session_id"}
 )
 sessions = (
-    data.sessions(path, sig)
+    data.sessions(source, sig)
     .join(per_session, on="session_id", how="left")
     .with_columns(pl.col("findings").fill_null(0))
     .select(

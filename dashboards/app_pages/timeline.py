@@ -12,9 +12,9 @@ from dashboards import charts, data, views
 #: Marks drawn at most; above that the page asks for a narrower window.
 MAX_POINTS: Final = 4000
 
-path, sig = views.require_source()
-found = data.findings(path, sig)
-sessions = data.sessions(path, sig)
+source, sig = views.require_source()
+found = data.findings(source, sig)
+sessions = data.sessions(source, sig)
 
 st.title("Session timeline")
 if not sessions.height:
@@ -42,7 +42,7 @@ spacing = cols[1].segmented_control(
     bind="query-params",
     help="wire order spaces marks evenly in the order they passed the proxy; time is to scale",
 )
-view = data.session_view(path, sig, session_id)
+view = data.session_view(source, sig, session_id)
 own = found.filter(pl.col("session") == session_id)
 
 highlight_options = ["all", *own["fingerprint"].to_list()]
@@ -119,7 +119,7 @@ if choices:
     row = shown_points.filter(pl.col("key") == mark).row(0, named=True)
     if row["findings"]:
         st.text(f"named by: {row['findings']}")
-    text = data.payload_texts(path, sig, (row["data_hash"],)) if row["data_hash"] else {}
+    text = data.payload_texts(source, sig, (row["data_hash"],)) if row["data_hash"] else {}
     views.payload(text.get(row["data_hash"]) if row["data_hash"] else None)
 
 # ---- the frames behind the chart ---------------------------------------------------------------

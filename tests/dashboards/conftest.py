@@ -12,7 +12,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboards.launch import SOURCE_ENV
+from dashboards.launch import SOURCE_ENV, environment
 from tests.support.planted import planted_capture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dashboard" / "round-robin-replicas"
@@ -49,10 +49,11 @@ def fresh_caches() -> Iterator[None]:
     st.cache_resource.clear()
 
 
-def make_app(monkeypatch: pytest.MonkeyPatch, source: Path | None) -> AppTest:
-    """The dashboard as AppTest, started on `source` (or none)."""
-    if source is None:
-        monkeypatch.delenv(SOURCE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(SOURCE_ENV, str(source))
+def make_app(monkeypatch: pytest.MonkeyPatch, source: Path | None, *more: Path) -> AppTest:
+    """The dashboard as AppTest, started on `source` and `more` (or on none), as the launcher
+    passes them."""
+    paths = [] if source is None else [str(source), *map(str, more)]
+    monkeypatch.delenv(SOURCE_ENV, raising=False)
+    for name, value in environment(paths, {}).items():
+        monkeypatch.setenv(name, value)
     return AppTest.from_file(str(APP), default_timeout=90)

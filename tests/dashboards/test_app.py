@@ -382,3 +382,23 @@ def test_controls_and_bidi_overrides_in_wire_text_are_shown_as_replacement_chara
         # a JSON payload shows the character as its escape, a plain one as U+FFFD
         assert any("ok \\u202egnp.exe \\u001b]0;pwned\\u0007" in c.value for c in at.code)
         assert any("plain \ufffdtext\ufffd31m" in c.value for c in at.code)
+
+
+def test_several_inputs_are_shown_merged(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lab_capture: Path
+) -> None:
+    other = spoofing_capture(tmp_path / "other")
+    at = run_page(make_app(monkeypatch, lab_capture, other))
+    no_exception(at)
+    merged = load_timeline([lab_capture, other])
+    assert f"Input: {lab_capture} + {other} (2 inputs, merged)" in texts(at)
+    assert metrics(at)["Records read"] == str(sum(r.records for r in merged.inputs))
+    assert metrics(at)["Sessions"] == "2"  # one in each capture
+    expected = run_detectors(merged)
+    assert metrics(at)["Findings"] == str(expected.height)
+    at.switch_page(FINDINGS_PAGE).run()
+    no_exception(at)
+    assert at.text[0].value == f"{expected.height} of {expected.height} findings"
+    at.switch_page(LIVE_PAGE).run()
+    assert not at.exception
+    assert "The Live page follows one input" in at.info[0].value

@@ -20,8 +20,8 @@ S2 = "S2 POST tools/call id 5 · replica-a"
 
 @pytest.fixture
 def view(lab_capture: Path) -> data.SessionView:
-    path = str(lab_capture)
-    return data.session_view(path, data.signature(path), "mcp:rr-1")
+    source = (str(lab_capture),)
+    return data.session_view(source, data.signature(source), "mcp:rr-1")
 
 
 def named(event_ids: list[str], request_ids: list[str]) -> pl.DataFrame:
@@ -150,8 +150,8 @@ def test_window_cuts_every_layer(view: data.SessionView) -> None:
 def test_chart_data_shows_controls_and_bidi_overrides_as_replacement_characters(
     tmp_path: Path,
 ) -> None:
-    path = str(spoofing_capture(tmp_path / "spoof"))
-    view = data.session_view(path, data.signature(path), "mcp:s\u202etxt.exe")
+    source = (str(spoofing_capture(tmp_path / "spoof")),)
+    view = data.session_view(source, data.signature(source), "mcp:s\u202etxt.exe")
     chart = charts.timeline_chart(charts.marks(view, empty_findings()))
     spec = json.dumps(chart.to_dict(), ensure_ascii=False)
     assert [c for c in ACTING if c in spec] == []

@@ -22,31 +22,35 @@ def test_signature_follows_size_and_mtime(tmp_path: Path) -> None:
     c = Capture().open()
     c.request(body=req("ping", 1))
     partial = c.write(tmp_path / "capture-x-0000.jsonl.partial")
-    first = data.signature(str(tmp_path))
+    first = data.signature((str(tmp_path),))
     assert [name for name, _, _ in first] == ["capture-x-0000.jsonl.partial"]
-    assert data.signature(str(tmp_path)) == first  # unchanged: same key, nothing re-read
+    assert data.signature((str(tmp_path),)) == first  # unchanged: same key, nothing re-read
     c.request(body=req("ping", 2))
     c.write(partial)
     os.utime(partial, ns=(first[0][2] + 1_000_000, first[0][2] + 1_000_000))
-    assert data.signature(str(tmp_path)) != first
-    assert data.signature(str(partial))[0][0] == partial.name  # a single file
+    assert data.signature((str(tmp_path),)) != first
+    assert data.signature((str(partial),))[0][0] == partial.name  # a single file
 
 
 def test_signature_of_an_empty_directory_is_an_ingest_error(tmp_path: Path) -> None:
     with pytest.raises(UnreadableInput):
-        data.signature(str(tmp_path))
+        data.signature((str(tmp_path),))
 
 
 def test_source_reads_the_launcher_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(data.SOURCE_ENV, "/some/capture")
-    assert data.source() == "/some/capture"
+    monkeypatch.setenv(data.SOURCE_ENV, '["a/capture", "b.har"]')
+    assert data.source() == ("a/capture", "b.har")
+    monkeypatch.setenv(data.SOURCE_ENV, "some/capture")  # a hand-made start: one path
+    assert data.source() == ("some/capture",)
+    monkeypatch.setenv(data.SOURCE_ENV, "[x]")  # not a JSON list of paths: a path
+    assert data.source() == ("[x]",)
     monkeypatch.setenv(data.SOURCE_ENV, "")
     assert data.source() is None
 
 
 def test_overview_counts(lab_capture: Path) -> None:
-    path = str(lab_capture)
-    got = data.overview(path, data.signature(path))
+    source = (str(lab_capture),)
+    got = data.overview(source, data.signature(source))
     assert (got.records, got.skipped, got.losses, got.unclean_stops) == (48, 0, 0, 0)
     assert (got.sessions, got.streams, got.incarnations, got.resumptions, got.tool_calls) == (
         1,
@@ -56,21 +60,21 @@ def test_overview_counts(lab_capture: Path) -> None:
         2,
     )
     assert (got.exchanges, got.events) == (8, 21)
-    assert got.inputs["path"].to_list() == [path]
+    assert got.inputs["path"].to_list() == list(source)
     assert got.first_ts is not None and got.last_ts is not None and got.first_ts < got.last_ts
 
 
 def test_findings_are_the_analyzers(lab_capture: Path) -> None:
     from analyzer.detectors import run_detectors
 
-    path = str(lab_capture)
-    got = data.findings(path, data.signature(path))
-    assert got.equals(run_detectors(load_timeline([path])))
+    source = (str(lab_capture),)
+    got = data.findings(source, data.signature(source))
+    assert got.equals(run_detectors(load_timeline(list(source))))
 
 
 def test_session_view(lab_capture: Path) -> None:
-    path = str(lab_capture)
-    view = data.session_view(path, data.signature(path), SESSION)
+    source = (str(lab_capture),)
+    view = data.session_view(source, data.signature(source), SESSION)
     assert view.session["session_id"] == SESSION
     assert (view.streams.height, view.incarnations.height, view.events.height) == (2, 3, 21)
     assert view.resumptions["cursor"].to_list() == ["e7"]
@@ -88,9 +92,9 @@ def test_session_view(lab_capture: Path) -> None:
 def test_evidence_of_a_repeated_tool_call(lab_capture: Path) -> None:
     from analyzer.findings import findings_frame
 
-    path = str(lab_capture)
-    sig = data.signature(path)
-    timeline = load_timeline([path])
+    source = (str(lab_capture),)
+    sig = data.signature(source)
+    timeline = load_timeline(list(source))
     calls = timeline.tool_calls.sort("ts").collect()
     planted = findings_frame(
         [
@@ -113,7 +117,7 @@ def test_evidence_of_a_repeated_tool_call(lab_capture: Path) -> None:
     original = data.findings
     try:
         data.findings = lambda p, s: planted  # type: ignore[assignment]
-        proof = data.evidence(path, sig, fingerprint)
+        proof = data.evidence(source, sig, fingerprint)
     finally:
         data.findings = original  # type: ignore[assignment]
     assert proof.calls["request_id"].to_list() == ["4", "5"]
@@ -132,8 +136,8 @@ def test_evidence_of_a_repeated_tool_call(lab_capture: Path) -> None:
 
 
 def test_recent_exchanges_newest_first(lab_capture: Path) -> None:
-    path = str(lab_capture)
-    recent = data.recent_exchanges(path, data.signature(path), limit=3)
+    source = (str(lab_capture),)
+    recent = data.recent_exchanges(source, data.signature(source), limit=3)
     assert recent.height == 3
     assert recent["ts"].is_sorted(descending=True)
     assert recent["method"][0] == "DELETE"

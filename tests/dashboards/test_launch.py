@@ -81,11 +81,12 @@ def test_is_loopback(address: str, loopback: bool) -> None:
     assert L.is_loopback(address) is loopback
 
 
-def test_environment_carries_the_path_as_given(tmp_path: Path) -> None:
-    # As given, not resolved: the server runs in our cwd and shows the path to the user.
-    env = L.environment("demo-out/x/capture", {"KEEP": "1", L.SOURCE_ENV: "old"})
-    assert env == {"KEEP": "1", L.SOURCE_ENV: "demo-out/x/capture"}
-    assert L.SOURCE_ENV not in L.environment(None, {L.SOURCE_ENV: "old"})
+def test_environment_carries_the_paths_as_given(tmp_path: Path) -> None:
+    # As given, not resolved: the server runs in our cwd and shows the paths to the user.
+    env = L.environment(["demo-out/x/capture", "b [1].har"], {"KEEP": "1", L.SOURCE_ENV: "old"})
+    assert env == {"KEEP": "1", L.SOURCE_ENV: '["demo-out/x/capture", "b [1].har"]'}
+    assert L.decode_source(env[L.SOURCE_ENV]) == ("demo-out/x/capture", "b [1].har")
+    assert L.SOURCE_ENV not in L.environment([], {L.SOURCE_ENV: "old"})
 
 
 class Exec:
@@ -113,8 +114,16 @@ def test_cli_execs_streamlit_on_loopback_quietly(
     assert path == sys.executable
     assert flags(argv)["server.address"] == ["127.0.0.1"]
     assert flags(argv)["server.port"] == ["9999"]
-    assert env[L.SOURCE_ENV] == str(tmp_path)
+    assert L.decode_source(env[L.SOURCE_ENV]) == (str(tmp_path),)
     assert "warning" not in capsys.readouterr().err
+
+
+def test_cli_takes_several_paths(execve: Exec, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b.har").write_text("{}")
+    main(["dashboard", str(tmp_path / "a"), str(tmp_path / "b.har")])
+    ((_, _, env),) = execve.calls
+    assert L.decode_source(env[L.SOURCE_ENV]) == (str(tmp_path / "a"), str(tmp_path / "b.har"))
 
 
 def test_cli_warns_on_another_address(
@@ -138,6 +147,9 @@ def test_missing_path_is_exit_2(
     assert main(["dashboard", str(tmp_path / "nope")]) == 2
     assert not execve.calls
     assert "no such file or directory" in capsys.readouterr().err
+    assert main(["dashboard", str(tmp_path), str(tmp_path / "nope2")]) == 2  # any of several
+    assert not execve.calls
+    assert "nope2: no such file or directory" in capsys.readouterr().err
 
 
 def test_bad_port_is_exit_2(execve: Exec, tmp_path: Path) -> None:
