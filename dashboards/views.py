@@ -28,6 +28,7 @@ __all__ = [
     "facts",
     "label",
     "payload",
+    "pick",
     "require_source",
     "severity_badge",
     "table",
@@ -60,6 +61,19 @@ def described(source: data.Source) -> str:
     if len(source) == 1:
         return source[0]
     return f"{' + '.join(source)} ({len(source)} inputs, merged)"
+
+
+def pick(keys: list[str], rows: list[int], previous: str | None, wanted: str | None) -> str | None:
+    """The item a single-row table shows the detail of: the selected row's key; else the item
+    picked before, or the one a link asked for, while the table still shows it; else the first.
+    """
+    selected = [keys[r] for r in rows if 0 <= r < len(keys)]
+    if selected:
+        return selected[0]
+    for key in (previous, wanted):
+        if key is not None and key in keys:
+            return key
+    return keys[0] if keys else None
 
 
 def severity_badge(severity: str) -> None:

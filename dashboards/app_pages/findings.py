@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -60,15 +61,21 @@ table = shown.select(
     "fingerprint",
 )
 fingerprints = table["fingerprint"].to_list()
-wanted = st.query_params.get("finding")  # a link from the timeline page
+wanted = st.query_params.get("finding")  # a link to one finding
+# The table's selection is a row number, which Streamlit keeps for a keyed table across a
+# change of its rows: after a filter, row 3 would name another finding. So the key names the
+# rows shown (a new set of rows starts a new selection) and the finding picked last is kept by
+# its fingerprint, and selected again when it is still shown.
+shown_key = hashlib.sha256("\n".join(fingerprints).encode()).hexdigest()[:16]
+default = views.pick(fingerprints, [], st.session_state.get("f_picked"), wanted)
 picked = views.table(
     table,
     on_select="rerun",
     selection_mode="single-row",
     selection_default={
-        "selection": {"rows": [fingerprints.index(wanted) if wanted in fingerprints else 0]}
+        "selection": {"rows": [] if default is None else [fingerprints.index(default)]}
     },
-    key="findings_table",
+    key=f"findings_table:{shown_key}",
     column_config={
         "first (UTC)": st.column_config.DatetimeColumn(format="HH:mm:ss.SSS"),
         "last (UTC)": st.column_config.DatetimeColumn(format="HH:mm:ss.SSS"),
@@ -77,16 +84,13 @@ picked = views.table(
 )
 
 # ---- the selected finding --------------------------------------------------------------------
-rows = [r for r in (picked.selection.rows if picked is not None else []) if r < table.height]
-if rows:
-    fingerprint = fingerprints[rows[0]]
-elif wanted in fingerprints:
-    fingerprint = wanted
-elif fingerprints:
-    fingerprint = fingerprints[0]
-else:
+rows = list(picked.selection.rows) if picked is not None else []
+fingerprint = views.pick(fingerprints, rows, st.session_state.get("f_picked"), wanted)
+if fingerprint is None:
     st.stop()
-if not rows:
+if rows:
+    st.session_state["f_picked"] = fingerprint
+else:
     st.caption("Select a row to see its evidence.")
 
 proof = data.evidence(source, sig, fingerprint)

@@ -402,3 +402,27 @@ def test_several_inputs_are_shown_merged(
     at.switch_page(LIVE_PAGE).run()
     assert not at.exception
     assert "The Live page follows one input" in at.info[0].value
+
+
+def test_the_picked_finding_stays_picked_when_the_filters_change(
+    monkeypatch: pytest.MonkeyPatch, lab_capture: Path
+) -> None:
+    at = run_page(make_app(monkeypatch, lab_capture), FINDINGS_PAGE)
+    table = at.dataframe[0]
+    detectors, titles = list(table.value["detector"]), list(table.value["title"])
+    assert len(detectors) >= 4 and detectors[0] not in detectors[1:]
+    at.session_state[table.key] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    at.run()
+    assert at.subheader[0].value == detectors[2]
+    # Leave out the first row's detector: the picked finding moves up to row 1, and row 2 now
+    # holds another finding, which a kept row number would show.
+    at.multiselect(key="f_detector").set_value(sorted(set(detectors) - {detectors[0]})).run()
+    no_exception(at)
+    assert list(at.dataframe[0].value["title"])[2] != titles[2]
+    assert at.subheader[0].value == detectors[2]
+    assert titles[2] in texts(at)
+    # A filter that hides it: the first finding shown.
+    others = sorted(set(detectors) - {detectors[2]})
+    at.multiselect(key="f_detector").set_value(others).run()
+    no_exception(at)
+    assert at.subheader[0].value == at.dataframe[0].value["detector"][0]

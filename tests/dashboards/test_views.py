@@ -116,3 +116,12 @@ def test_counts_by() -> None:
     assert got.rows() == [("a", "high", 2), ("b", "low", 1)]
     empty = views.counts_by(findings.clear(), "detector")
     assert empty.columns == ["detector", "findings"] and empty.height == 0
+
+
+def test_pick_prefers_the_selected_row_then_the_earlier_pick_then_the_link() -> None:
+    keys = ["a", "b", "c"]
+    assert views.pick(keys, [2], "a", "b") == "c"
+    assert views.pick(keys, [], "b", "c") == "b"
+    assert views.pick(keys, [], "gone", "c") == "c"
+    assert views.pick(keys, [7], "gone", "gone") == "a"  # a row number past the table: ignored
+    assert views.pick([], [], "a", "b") is None
