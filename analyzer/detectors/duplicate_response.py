@@ -7,8 +7,9 @@ key there is (stream or exchange, id). Sent twice: one response (same id and pay
 event (same event id and payload) freshly sent, not replayed, on two logical streams: the server
 "MUST NOT send a message on more than one stream". High.
 Must not flag: a correct replay of stream S on a GET incarnation of S (same stream), identical
-re-deliveries of a response, id-only priming events, replays on a resume of another stream
-(`cross-stream-replay`), equal notification payloads under fresh event ids.
+re-deliveries of a response, errors with a null id (they answer no request), id-only priming
+events, replays on a resume of another stream (`cross-stream-replay`), equal notification
+payloads under fresh event ids.
 What to change: send each response once, on the stream of the request's POST; make side
 effects idempotent (idempotency keys) so a retried request cannot produce a second result.
 """
@@ -32,6 +33,10 @@ _SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
     pl.col("era") >= "2026-"
 )
 _FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
+# An error with a null id (a transport-level refusal: "Session not found" after a server
+# restart, a missing session header) answers no request: two of them are not one request
+# answered twice.
+_TO_A_REQUEST: Final = pl.col("rpc_id").is_not_null() & (pl.col("rpc_id") != "null")
 
 
 def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
@@ -90,12 +95,10 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     response whose request id recurs can be in a group of two, so the flow columns (carrier,
     era) are joined to those alone."""
     answers = (pl.col("kind") == "response") | (pl.col("kind") == "error")
-    rows = timeline.rpc_messages.filter(
-        (pl.col("direction") == "s2c") & answers & pl.col("rpc_id").is_not_null()
-    )
+    rows = timeline.rpc_messages.filter((pl.col("direction") == "s2c") & answers & _TO_A_REQUEST)
     counted = timeline.rpc_messages.filter(
         (pl.col("direction") != "c2s") & pl.col("kind").is_in(["response", "error"])
-        & pl.col("rpc_id").is_not_null()
+        & (pl.col("rpc_id") != "null")
     )  # fmt: skip
     return (
         _recurring(rows, counted, "session_id", "rpc_id")

@@ -82,6 +82,19 @@ def sessionless_exchange_answered_twice(c: Capture) -> None:
            headers=V26)  # fmt: skip
 
 
+def session_gone_twice(c: Capture) -> None:
+    """Clean: after a server restart a request and the DELETE of the forgotten session each get
+    404 with a null-id error (they answer no request; the client then initializes again)."""
+    initialized(c)
+    gone = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}}
+    for method, body in (("POST", call(5)), ("DELETE", None)):
+        f = c.request(method, body=body, headers=S1)
+        c.response(f, status=404, body=gone)
+    gone["error"] = {"code": -32600, "message": "Mcp-Session-Id header is required"}
+    f = c.request(body=call(6))
+    c.response(f, status=400, body=gone)
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -90,6 +103,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (equal_notifications_fresh_ids, []),
     (sessionless_ids_per_exchange, []),
     (sessionless_exchange_answered_twice, [(["1"], [])]),
+    (session_gone_twice, []),
 ]
 
 
