@@ -10,6 +10,8 @@ a single capture, dump or HAR file, holding one entry folder per input:
         messages-<part>.parquet ...    RAW_MESSAGES
         tools-<part>.parquet ...       RAW_TOOLS
         payloads-<part>.parquet ...    PAYLOADS        (payload text lives only here)
+        timeline-<key 16>/             the timeline's collected frames of an analysis whose
+                                       first input this is (analyzer.timeline.stored)
 
 Files are 0600. The key hashes every input file's name, size and mtime, the capture schema,
 `NORMALIZED_VERSION` and the options that change normalization (replica and client header),

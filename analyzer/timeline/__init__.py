@@ -9,7 +9,9 @@ detectors that each collect a frame do not redo them. These are collected one at
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
 message rows of requests, responses and cancellations (`rpc_messages`). `sse_events` and
 `messages` stay lazy scans of the Parquet tables joined to the flows' placement (collected
-once): a detector reads only the columns and rows it asks for.
+once): a detector reads only the columns and rows it asks for. `load_timeline` stores the
+collected frames in the cache and reads them back on a later analysis of the same inputs
+(`analyzer.timeline.stored`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import polars as pl
 from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
+from analyzer.timeline import stored
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.resumptions import resumptions
@@ -102,7 +105,7 @@ _SPILL_ROWS: Final = 50_000
 
 
 class _Spill:
-    """Where `build_timeline` keeps the frames it collected.
+    """Where `build_timeline` keeps the frames it collected (`kept`, by name).
 
     Given a folder (`spill_dir`), a frame of `_SPILL_ROWS` rows or more goes to a Parquet file
     there and is scanned back: detectors read each such frame a few times, which costs less than
@@ -110,19 +113,30 @@ class _Spill:
     flow-level frames are a few hundred MB). Smaller frames, and every frame without a folder,
     stay in memory. The caller owns the folder: a plan read from the Timeline's frames needs it
     until that plan is collected for the last time. `engine`: the streaming one for a plan that
-    scans a Parquet table (its memory does not grow with the table).
+    scans a Parquet table (its memory does not grow with the table). Given a `stored.Writer`,
+    every frame is written there too (and a large one scanned from there).
     """
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Path | None, writer: stored.Writer | None = None) -> None:
         self._dir = folder
+        self._writer = writer
+        self.kept: stored.StoredFrames = {}
 
-    def keep(self, name: str, plan: pl.LazyFrame, engine: _Engine = _SMALL) -> pl.LazyFrame:
+    def keep(
+        self, name: str, plan: pl.LazyFrame, engine: _Engine = _SMALL, *, spill: bool = True
+    ) -> pl.LazyFrame:
         frame = plan.collect(engine=engine)
-        if self._dir is None or frame.height < _SPILL_ROWS:
-            return frame.lazy()
-        path = self._dir / f"{name}.parquet"
-        frame.write_parquet(path, compression="lz4", statistics=False)
-        return pl.scan_parquet(path)
+        kept = frame.lazy()
+        if self._writer is not None:
+            path = self._writer.put(name, frame)
+            if spill and frame.height >= _SPILL_ROWS:
+                kept = pl.scan_parquet(path)
+        elif spill and self._dir is not None and frame.height >= _SPILL_ROWS:
+            path = self._dir / f"{name}.parquet"
+            frame.write_parquet(path, compression="lz4", statistics=False)
+            kept = pl.scan_parquet(path)
+        self.kept[name] = kept
+        return kept
 
 
 @dataclass(frozen=True)
@@ -237,17 +251,21 @@ def build_timeline(
     *,
     materialize: bool = True,
     spill_dir: Path | None = None,
+    writer: stored.Writer | None = None,
 ) -> Timeline:
     """Chain the stages over the normalized tables.
 
     With `materialize` (the default) the flow-level spine is collected here once; without,
     every frame is a pure lazy plan (each collect recomputes the spine: fine for tests).
     `spill_dir`: a folder, kept by the caller while the Timeline is read, where large collected
-    frames wait as Parquet files instead of in memory (`_Spill`).
+    frames wait as Parquet files instead of in memory (`_Spill`). `writer`: where the collected
+    frames are stored for later analyses of the same inputs (`analyzer.timeline.stored`; the
+    caller commits it).
     """
     keyed = raw.flows.pipe(key_flows)
     if not materialize:
         return _timeline(raw, inputs, keyed)
+    spill = _Spill(spill_dir, writer)
     # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
     # and let `exchanges` take the rest from the Parquet scan when it is collected.
     spine = keyed.select(_SPINE).collect(engine=_BIG)
@@ -257,12 +275,11 @@ def build_timeline(
     resolved = resolve_cursors(keyed, issued).collect(engine=_SMALL).lazy()
     placed = stream_map(keyed, resolved).collect(engine=_SMALL).lazy()
     # What `sse_events` and `messages` join to every record, and `exchanges` to every flow.
-    on_flows = placement(keyed, placed).collect(engine=_SMALL).lazy()
+    on_flows = spill.keep("placement", placement(keyed, placed), spill=False)
     message_frame = raw.messages.pipe(messages, placed=on_flows)
     # The few message rows that the flow-level frames and the detectors judging requests and
     # their answers read (`Timeline.rpc_messages`): one scan, kept (on disk when large) before
     # the frames below take their rows from it.
-    spill = _Spill(spill_dir)
     rpc_frame = spill.keep(
         "rpc_messages",
         message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS),
@@ -273,44 +290,48 @@ def build_timeline(
     # The small frames, collected one at a time (their inputs above are in memory already:
     # collecting them together would only hold every intermediate at once), `tool_calls`
     # first so that the message rows can go.
-    tool_call_frame = spill.keep(
+    spill.keep(
         "tool_calls",
         rpc_messages.pipe(tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools),
     )
     del rpc_messages
-    stream_frame = spill.keep("streams", placed.pipe(streams, keyed=keyed, delivered=delivered))
-    incarnation_frame = spill.keep(
-        "incarnations", placed.pipe(incarnations, keyed=keyed, delivered=delivered)
-    )
-    resumption_frame = spill.keep(
+    spill.keep("streams", placed.pipe(streams, keyed=keyed, delivered=delivered))
+    spill.keep("incarnations", placed.pipe(incarnations, keyed=keyed, delivered=delivered))
+    spill.keep(
         "resumptions",
         resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered),
     )
-    session_frame = spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
+    spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
     # Only the key columns of the flows stay: `exchanges` reads the others from the scan,
     # once, here (a dozen detectors read it: each would redo the scan, the join and the sort).
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
     del spine, keyed, issued, resolved, placed, delivered
-    exchange_frame = spill.keep(
+    spill.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
             exchanges, streams_of_flows=on_flows
         ),
         engine=_BIG,
     )
+    return _assemble(raw, inputs, spill.kept)
+
+
+def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.StoredFrames) -> Timeline:
+    """The Timeline of the collected frames (built now or stored), over the normalized tables."""
+    on_flows = kept["placement"]
     return Timeline(
-        exchanges=exchange_frame,
+        exchanges=kept["exchanges"],
         sse_events=raw.events.pipe(sse_events, placed=on_flows),
-        messages=message_frame,
-        streams=stream_frame,
-        incarnations=incarnation_frame,
-        resumptions=resumption_frame,
-        tool_calls=tool_call_frame,
-        sessions=session_frame,
+        messages=raw.messages.pipe(messages, placed=on_flows),
+        streams=kept["streams"],
+        incarnations=kept["incarnations"],
+        resumptions=kept["resumptions"],
+        tool_calls=kept["tool_calls"],
+        sessions=kept["sessions"],
         payloads=raw.payloads,
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
-        rpc_messages=rpc_frame,
+        rpc_messages=kept["rpc_messages"],
     )
 
 
@@ -354,7 +375,9 @@ def load_timeline(
     spill_dir: Path | None = None,
 ) -> Timeline:
     """Read the inputs (through the Parquet cache) and build their timeline (`spill_dir`: see
-    `build_timeline`)."""
+    `build_timeline`). With the cache, the collected frames of the timeline are read from it
+    when an earlier analysis of the same inputs stored them, and stored otherwise
+    (`analyzer.timeline.stored`)."""
     ingested = read_inputs(
         paths,
         replica_header=replica_header,
@@ -363,7 +386,24 @@ def load_timeline(
         workers=workers,
         on_progress=on_progress,
     )
-    return build_timeline(RawTables.from_ingested(ingested), ingested.inputs, spill_dir=spill_dir)
+    raw = RawTables.from_ingested(ingested)
+    folder = stored.target(ingested.directories) if cache else None
+    if folder is None:
+        return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
+    scan_from = _SPILL_ROWS if spill_dir is not None else None
+    kept = stored.read(folder, scan_from=scan_from)
+    if kept is None:
+        try:
+            writer = stored.Writer(folder)
+        except OSError:  # the entry cannot be written to: build, store nothing
+            return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
+        built = build_timeline(raw, ingested.inputs, spill_dir=spill_dir, writer=writer)
+        # Published (or published by another analysis first): read as a later analysis will.
+        writer.commit()
+        kept = stored.read(folder, scan_from=scan_from)
+        if kept is None:
+            return built
+    return _assemble(raw, ingested.inputs, kept)
 
 
 def _check_schemas(timeline: Timeline) -> None:
