@@ -11,8 +11,9 @@ set of inputs stores them in the first input's cache entry and a later one reads
         <frame>.parquet    one per name in `STORED`
 
 The key hashes the inputs' entry folder names (each names its input and its cache key, so a
-grown capture or another option is another key), the source of the timeline stages and of
-`analyzer.schema`, and the Polars version: changed code is a new key, never a stale frame. A
+grown capture or another option is another key), the source of the timeline stages, of
+`analyzer.schema` and of `analyzer.ingest` (which reads several inputs as one), and the Polars
+version: changed code is a new key, never a stale frame. A
 set is written to a `.tmp-` folder and renamed into place; an entry keeps its `KEEP` most recent
 sets (an input is often analyzed alone and merged with others). Entries found in a folder that
 is not ours are never read (`analyzer.cache`).
@@ -35,6 +36,7 @@ from typing import Final
 
 import polars as pl
 
+import analyzer.ingest
 import analyzer.schema
 from analyzer.cache import CACHE_DIR
 
@@ -70,9 +72,11 @@ def _remove_left() -> None:
 
 @cache
 def _code_key() -> str:
-    """A hash of the code that builds the frames: the timeline package and the schemas."""
+    """A hash of the code that builds the frames: the timeline package, the schemas and what
+    reads the normalized tables of several inputs as one (`analyzer.ingest.Ingested.scan`)."""
     digest = hashlib.sha256(pl.__version__.encode())
-    for source in [*sorted(Path(__file__).parent.glob("*.py")), Path(analyzer.schema.__file__)]:
+    package = sorted(Path(__file__).parent.glob("*.py"))
+    for source in [*package, Path(analyzer.schema.__file__), Path(analyzer.ingest.__file__)]:
         digest.update(source.name.encode())
         digest.update(source.read_bytes())
     return digest.hexdigest()
