@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 
 CAPTURE_ADDON = Path(__file__).resolve().parent / "seamwatch_capture.py"
+# `seamwatch proxy` exits with this when the capture is incomplete (its worker died): like
+# `analyze`'s 1 for findings, the run completed and has something to look at; 2 would say the
+# command line was wrong.
+EXIT_CAPTURE_INCOMPLETE = 1
+
+
+class _CaptureTrouble(logging.Handler):
+    """Prints the capture's warnings and errors on stderr, one seamwatch line each, and counts
+    the errors: a capture that logged one is incomplete."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.errors = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            self.errors += 1
+        try:
+            print(f"seamwatch: {record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
 
 
 def mitmdump_args(
@@ -51,8 +74,18 @@ def mitmdump_args(
 
 
 def run(args: list[str]) -> int:
-    """Run mitmdump in this process until SIGINT or SIGTERM."""
+    """Run mitmdump in this process until SIGINT or SIGTERM; 0, or 1 if the capture is
+    incomplete."""
     from mitmproxy.tools.main import mitmdump
 
-    mitmdump(args)
-    return 0
+    # The capture's own messages go to stderr as seamwatch's, not to mitmproxy's log on stdout.
+    capture_log = logging.getLogger("analyzer.capture")
+    trouble = _CaptureTrouble()
+    capture_log.addHandler(trouble)
+    propagate, capture_log.propagate = capture_log.propagate, False
+    try:
+        mitmdump(args)
+    finally:
+        capture_log.removeHandler(trouble)
+        capture_log.propagate = propagate
+    return EXIT_CAPTURE_INCOMPLETE if trouble.errors else 0

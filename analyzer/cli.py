@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import ipaddress
 import os
+import re
 import socket
 import sys
 from collections.abc import Sequence
@@ -29,17 +32,55 @@ def _listen(value: str) -> tuple[str, int]:
     return (host.strip("[]") or "127.0.0.1"), int(port)
 
 
+_UPSTREAM_FORM = "expected scheme://host[:port]"
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
+
+
 def _upstream(value: str) -> str:
-    parts = urlsplit(value)
+    """`--upstream`: an http(s) origin, returned as `scheme://host[:port]` in lower case without
+    a trailing `/`, the only form mitmproxy's reverse mode takes."""
+    parts = urlsplit(value)  # the scheme comes back in lower case: HTTP:// is http://
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"expected an http(s) URL, got {value!r}")
+    if "@" in parts.netloc:
+        # Not echoed whole: the part before @ may be a password.
+        shown = f"{parts.scheme}://...@{parts.netloc.rpartition('@')[2]}"
+        raise argparse.ArgumentTypeError(
+            f"{_UPSTREAM_FORM}, got {shown!r}: drop the user name and password"
+        )
     try:
         port = parts.port  # None when absent; ValueError when not a number or above 65535
     except ValueError:
         port = 0
     if port == 0:
         raise argparse.ArgumentTypeError(f"the port of {value!r} is not a number in 1-65535")
-    return value
+    rest = parts.path
+    if parts.query:
+        rest += f"?{parts.query}"
+    if parts.fragment:
+        rest += f"#{parts.fragment}"
+    if rest not in ("", "/"):
+        raise argparse.ArgumentTypeError(
+            f"{_UPSTREAM_FORM}, got {value!r}: the proxy forwards every path; drop {rest!r}"
+        )
+    host = parts.hostname  # in lower case
+    if not _is_host(host):
+        raise argparse.ArgumentTypeError(f"{host!r} in {value!r} is not a host name")
+    origin = f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
+    return origin if port is None else f"{origin}:{port}"
+
+
+def _is_host(host: str) -> bool:
+    """A DNS name (IDNA, `_` allowed) or an IP address, as mitmproxy's reverse mode checks."""
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(host)
+        return True
+    try:
+        name = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    labels = name.removesuffix(".").split(".")
+    return len(name) <= 255 and all(_HOST_LABEL.fullmatch(label) for label in labels)
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -69,10 +110,16 @@ def _check_listen(host: str, port: int) -> None:
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
     from addons import proxy
+    from analyzer.capture.writer import CaptureError, prepare_capture_dir
 
     host, port = args.listen
     _check_listen(host, port)
     out = Path(args.out)
+    try:
+        # Before the proxy listens: one line instead of mitmproxy's traceback and exit 1.
+        prepare_capture_dir(out.expanduser())
+    except CaptureError as e:
+        raise UsageError(f"--out: {e}") from None
     if not args.no_redact:
         redact = True
     else:

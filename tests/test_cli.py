@@ -1,12 +1,23 @@
-"""The `seamwatch` command line (analyzer/cli.py): dispatch to the lab, help texts."""
+"""The `seamwatch` command line (analyzer/cli.py): dispatch to the lab, help texts, the
+proxy's checks of its arguments before it starts."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from analyzer.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
@@ -62,3 +73,92 @@ def test_help_names_the_default(command: str, option: str, words: list[str]) -> 
     action = next(a for a in _subcommand(command)._actions if option in a.option_strings)
     assert all(word in (action.help or "") for word in words), action.help
     assert str(action.default) in (action.help or "")
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("http://127.0.0.1:18901/mcp", "the proxy forwards every path; drop '/mcp'"),
+        ("http://127.0.0.1:18901/?x=1", "the proxy forwards every path; drop '/?x=1'"),
+        ("http://127.0.0.1:18901?x=1", "the proxy forwards every path; drop '?x=1'"),
+        ("http://127.0.0.1:18901/#top", "the proxy forwards every path; drop '/#top'"),
+        ("https://h.example/a/b/", "the proxy forwards every path; drop '/a/b/'"),
+        ("http://a b:80", "'a b' in 'http://a b:80' is not a host name"),
+    ],
+)
+def test_an_upstream_that_is_not_an_origin_is_bad_usage_naming_it(
+    value: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["proxy", "--upstream", value])
+    assert e.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("seamwatch proxy: error: argument --upstream: ")
+    assert reason in last and repr(value) in last
+
+
+def test_an_upstream_password_is_refused_without_being_echoed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["proxy", "--upstream", "http://user:s3cret@127.0.0.1:18901"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "s3cret" not in err
+    assert err.splitlines()[-1].endswith(
+        "expected scheme://host[:port], got 'http://...@127.0.0.1:18901': drop the user name "
+        "and password"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _proxy(out: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", "http://127.0.0.1:1"]
+    cmd += ["--listen", f"127.0.0.1:{_free_port()}", "--out", str(out)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=45)
+
+
+@pytest.fixture
+def locked_dir(tmp_path: Path) -> Iterator[Path]:
+    """A folder nobody can create anything in: immutable for root, read-only for others."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if os.geteuid() == 0:
+        chattr = shutil.which("chattr")
+        if chattr is None or subprocess.run([chattr, "+i", str(locked)]).returncode:
+            pytest.skip("root, and this file system cannot make a folder immutable")
+        try:
+            yield locked
+        finally:
+            subprocess.run([chattr, "-i", str(locked)], check=True)
+    else:
+        os.chmod(locked, stat.S_IRUSR | stat.S_IXUSR)
+        try:
+            yield locked
+        finally:
+            os.chmod(locked, stat.S_IRWXU)
+
+
+@pytest.mark.timeout(120)
+def test_an_unusable_out_is_one_line_and_exit_2_before_the_proxy_starts(
+    tmp_path: Path, locked_dir: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    cases = {
+        tmp_path / "file": f"seamwatch: --out: not a directory: {tmp_path / 'file'}",
+        tmp_path / "file" / "cap": f"seamwatch: --out: not a directory: {tmp_path / 'file'}",
+        locked_dir: f"seamwatch: --out: cannot create a file in {locked_dir}: ",
+        locked_dir
+        / "a"
+        / "cap": f"seamwatch: --out: cannot create the folder {locked_dir / 'a'}: ",
+    }
+    for out, line in cases.items():
+        done = _proxy(out)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert done.stderr.startswith(line) and done.stderr.count("\n") == 1, done.stderr
+    assert list(locked_dir.iterdir()) == []

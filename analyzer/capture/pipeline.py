@@ -23,12 +23,18 @@ The pipe carries a stream of frames, each a tag byte and fixed little-endian fie
 Secrets cross the pipe in memory, between two processes of the same user, and are redacted
 before anything reaches disk. The worker exits when the pipe closes; if the proxy died without
 saying goodbye, it writes no `capture_close`, so readers see an unclean stop.
+
+If the worker dies first, the proxy keeps forwarding (capture never breaks traffic) but says so
+at once, as an error on the `analyzer.capture` logger, and again at close with the number of
+records it could not record since. It does not start another worker: the flows in progress
+would reach it without their requests and responses.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import pickle
 import secrets
@@ -68,6 +74,21 @@ _F_SETPIPE_SZ = 1031
 _PIPE_SIZE = 1 << 20
 
 Item = tuple[Any, ...]
+
+log = logging.getLogger(__name__)
+
+# The worker's command line. `-P`: nothing from the current folder is imported (`-m` and `-c`
+# would put it first on sys.path, so a `queue.py` there would run in the worker). The package
+# is found as in this process: installed, or from the source tree the addon was loaded from
+# (`mitmdump -s addons/seamwatch_capture.py`), which is put first as the addon puts it.
+_WORKER = """\
+import sys
+root = sys.argv[1]
+if root not in sys.path:
+    sys.path.insert(0, root)
+from analyzer.capture.pipeline import main
+sys.exit(main())
+"""
 
 
 def _now() -> tuple[int, int]:
@@ -133,16 +154,18 @@ class CaptureClient:
         self._dropped = self._errors = 0
         self._dropped_sent = self._errors_sent = 0
         self._closed = False
+        self._finished = False
+        # Set when the worker died before close: what was dropped until then, and the records
+        # of shipments that did not reach it.
+        self._died = False
+        self._dropped_at_death = self._unshipped = 0
+        self._out_dir = out_dir
         self._wake = threading.Event()
-        # The worker imports this package the way this process did, even when the addon was
-        # loaded as a script from a source tree (`mitmdump -s addons/seamwatch_capture.py`).
         root = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "analyzer.capture.pipeline"],
+            [sys.executable, "-P", "-c", _WORKER, root],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": path},
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._pipe = self._proc.stdin
@@ -214,8 +237,9 @@ class CaptureClient:
 
     # -- shipping -------------------------------------------------------------------------
 
-    def _take(self) -> bytes:
-        """Everything queued, framed, after a clock frame (and a counters frame if they grew)."""
+    def _take(self) -> tuple[bytes, int]:
+        """Everything queued, framed, after a clock frame (and a counters frame if they grew);
+        and how many records that is."""
         popleft = self._items.popleft
         frames = [b"T" + _CLOCK.pack(*_now())]
         dropped, errors = self._dropped, self._errors
@@ -223,16 +247,19 @@ class CaptureClient:
             delta = (dropped - self._dropped_sent, errors - self._errors_sent)
             self._dropped_sent, self._errors_sent = dropped, errors
             frames.append(b"N" + _COUNTERS.pack(*delta))
-        frames += [popleft() for _ in range(len(self._items))]
-        return b"".join(frames) if len(frames) > 1 else b""
+        records = len(self._items)
+        frames += [popleft() for _ in range(records)]
+        return (b"".join(frames) if len(frames) > 1 else b""), records
 
     def _send_loop(self) -> None:
         while not self._wake.wait(_SEND_INTERVAL_S):
-            if not self._ship():
+            # A worker that died is noticed within one interval, traffic or not.
+            if self._proc.poll() is not None or not self._ship():
+                self._worker_died()
                 return
 
     def _ship(self, goodbye: bool = False) -> bool:
-        data = self._take()
+        data, records = self._take()
         if goodbye:
             data += b"X"
         if not data:
@@ -241,17 +268,48 @@ class CaptureClient:
             _write_all(self._pipe.fileno(), data)
         except (OSError, ValueError):  # the worker is gone: nothing more can be recorded
             self._closed = True
+            self._unshipped += records
             return False
         return True
 
+    def _worker_died(self) -> None:
+        """Stop recording and say so, once; the proxy goes on forwarding."""
+        self._closed = True
+        if self._died:
+            return
+        self._died = True
+        self._dropped_at_death = self._dropped
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(1)  # a broken pipe comes just before the exit status
+        log.error(
+            "capture worker died (%s): recording to %s stopped; traffic still passes",
+            _exit_text(self._proc.returncode),
+            self._out_dir,
+        )
+
+    @property
+    def worker_died(self) -> bool:
+        """Whether the worker died before `close`: the capture is incomplete."""
+        return self._died
+
+    @property
+    def unrecorded(self) -> int:
+        """Records handed over after the worker died (at least that many were not recorded)."""
+        if not self._died:
+            return 0
+        return self._unshipped + len(self._items) + self._dropped - self._dropped_at_death
+
     def close(self, timeout: float = 60.0) -> None:
         """Ship what is queued, tell the worker to write capture_close, wait for it."""
-        if self._closed and self._proc.poll() is not None:
+        if self._finished:
             return
+        self._finished = True
         self._wake.set()
         self._sender.join(timeout)
-        self._closed = True
-        self._ship(goodbye=True)
+        if not self._died:
+            self._closed = True
+            if not self._ship(goodbye=True):
+                self._worker_died()
         with contextlib.suppress(OSError, ValueError):
             self._pipe.close()
         try:
@@ -259,6 +317,23 @@ class CaptureClient:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(5)
+        if self._died:
+            log.error(
+                "capture in %s is incomplete: %d records after the worker died were not recorded",
+                self._out_dir,
+                self.unrecorded,
+            )
+
+
+def _exit_text(code: int | None) -> str:
+    """'exit 1', 'killed by SIGKILL': how a process ended, for a message."""
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+        return f"killed by signal {-code}"
+    return f"exit {code}"
 
 
 class _Worker:

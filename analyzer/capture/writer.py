@@ -29,8 +29,8 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
   serializes records itself, as `to_json` would, hands them over a list at a time
   (`submit_encoded`): one queue item instead of one per record.
 - Files are created 0600 with O_EXCL whatever the umask. A capture folder that the writer
-  creates is 0700; one that already exists is left as its owner set it (it may be shared on
-  purpose), the files in it being 0600 anyway.
+  creates is 0700, as is every missing parent it creates on the way; one that already exists
+  is left as its owner set it (it may be shared on purpose), the files in it being 0600 anyway.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from analyzer import SeamwatchError
 from analyzer.records import RECORD_ADAPTER
 
-__all__ = ["CaptureError", "CaptureWriter"]
+__all__ = ["CaptureError", "CaptureWriter", "make_capture_dir", "prepare_capture_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -454,17 +454,7 @@ class CaptureWriter:
             self._writer_errors += 1
 
     def _make_dir(self) -> None:
-        try:
-            self.out_dir.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self.out_dir.mkdir(mode=0o700)
-            except FileExistsError:
-                if not self.out_dir.is_dir():
-                    raise CaptureError(f"not a directory: {self.out_dir}") from None
-            else:
-                os.chmod(self.out_dir, 0o700)  # mkdir's mode passes through the umask
-        except OSError as e:
-            raise CaptureError(f"cannot create the capture folder {self.out_dir}: {e}") from e
+        make_capture_dir(self.out_dir)
 
     def _open_file(self, index: int) -> None:
         """Create file `index` and queue its capture_open as the first pending line."""
@@ -509,6 +499,55 @@ class CaptureWriter:
             self._writer_errors += 1
             self._fd = -1
             self._index += 1  # the next try takes a fresh name
+
+
+def make_capture_dir(out_dir: Path) -> None:
+    """Create the capture folder and its missing parents, each 0700 whatever the umask.
+
+    A folder that already exists is left as its owner set it. CaptureError with a one-line
+    reason when a folder cannot be made or a path on the way is not a folder.
+    """
+    missing: list[Path] = []
+    at = out_dir
+    try:
+        while not at.is_dir():
+            if at.exists() or at.is_symlink():
+                raise CaptureError(f"not a directory: {at}")
+            missing.append(at)
+            if at.parent == at:
+                break
+            at = at.parent
+        for at in reversed(missing):
+            try:
+                at.mkdir(mode=0o700)
+            except FileExistsError:
+                if not at.is_dir():
+                    raise CaptureError(f"not a directory: {at}") from None
+                continue  # made meanwhile by someone else: theirs to set
+            os.chmod(at, 0o700)  # mkdir's mode passes through the umask
+    except OSError as e:
+        raise CaptureError(f"cannot create the folder {at}: {_reason(e)}") from e
+
+
+def prepare_capture_dir(out_dir: Path) -> None:
+    """Make the capture folder as the writer will and check that a file can be created in it.
+
+    For a caller that wants to fail before it starts anything (`seamwatch proxy`): the same
+    CaptureError, with a one-line reason, that the writer would raise later.
+    """
+    make_capture_dir(out_dir)
+    probe = out_dir / f".seamwatch-probe-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        raise CaptureError(f"cannot create a file in {out_dir}: {_reason(e)}") from e
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
+def _reason(e: OSError) -> str:
+    """An OSError's reason without the path it repeats: 'Permission denied'."""
+    return e.strerror or str(e)
 
 
 def _stamp() -> dict[str, object]:

@@ -1,12 +1,20 @@
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
+from mitmproxy.net import server_spec
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
 from analyzer.cli import build_parser
+from tests.support.origin import Origin, Script
+from tests.support.proxy import ROOT, free_port, read_records, wait_port
 
 
 def test_mitmdump_args_run_the_capture_addon_in_reverse_mode() -> None:
@@ -58,6 +66,25 @@ def test_bad_proxy_usage_exits_2(argv: list[str]) -> None:
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize(
+    ("value", "upstream"),
+    [
+        ("http://127.0.0.1:18901", "http://127.0.0.1:18901"),
+        ("http://127.0.0.1:18901/", "http://127.0.0.1:18901"),
+        ("HTTP://127.0.0.1:18901", "http://127.0.0.1:18901"),
+        ("HttpS://Mcp.Example", "https://mcp.example"),
+        ("http://127.0.0.1:/", "http://127.0.0.1"),
+        ("http://[::1]:9000/", "http://[::1]:9000"),
+        ("http://mcp_1.internal.:9000", "http://mcp_1.internal.:9000"),
+    ],
+)
+def test_an_accepted_upstream_is_one_mitmproxy_takes(value: str, upstream: str) -> None:
+    ns = build_parser().parse_args(["proxy", "--upstream", value])
+    assert ns.upstream == upstream
+    scheme, _address = server_spec.parse(ns.upstream, "http")  # would raise otherwise
+    assert scheme == upstream.split(":")[0]
+
+
 @pytest.mark.timeout(60)
 def test_a_listen_port_in_use_is_one_seamwatch_line(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
@@ -71,3 +98,98 @@ def test_a_listen_port_in_use_is_one_seamwatch_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == f"seamwatch: cannot listen on 127.0.0.1:{port}: address in use\n"
     assert not (tmp_path / "cap").exists()  # nothing started, nothing recorded
+
+
+def _wait_for(check: Callable[[], object], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
+    proc.send_signal(sig)
+    try:
+        return proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+        raise
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("launcher", ["seamwatch proxy", "mitmdump -s"])
+def test_nothing_in_the_folder_the_proxy_starts_from_is_imported(
+    launcher: str, tmp_path: Path
+) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    marker = tmp_path / "planted-ran"
+    (here / "queue.py").write_text(
+        f"open({str(marker)!r}, 'a').write(__name__)\nraise ImportError('planted')\n"
+    )
+    out, port = here / "cap", free_port()
+    if launcher == "seamwatch proxy":
+        # -P: this test's own interpreter imports nothing from here either (as the console
+        # script would not); only the capture worker could.
+        cmd = [sys.executable, "-P", "-m", "analyzer.cli", "proxy"]
+        cmd += ["--listen", f"127.0.0.1:{port}", "--out", "cap", "--upstream"]
+    else:
+        mitmdump = Path(sys.executable).with_name("mitmdump")
+        if not mitmdump.exists():
+            pytest.skip("no mitmdump next to this interpreter")
+        cmd = [str(mitmdump), "-s", str(CAPTURE_ADDON), "--listen-port", str(port)]
+        cmd += ["--listen-host", "127.0.0.1", "--set", "seamwatch_dir=cap", "--mode"]
+    with Origin() as origin:
+        origin.scripts["/json"] = Script(writes=[b"{}"], chunked=False)
+        upstream = origin.url if launcher == "seamwatch proxy" else f"reverse:{origin.url}"
+        proc = subprocess.Popen(
+            [*cmd, upstream],
+            cwd=here,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            wait_port(port, proc)
+            _wait_for(lambda: list(out.glob("capture-*")) or proc.poll() is not None)
+            assert httpx.get(f"http://127.0.0.1:{port}/json", timeout=10).text == "{}"
+        finally:
+            _stop(proc)
+    assert not marker.exists()
+    kinds = [r["kind"] for r in read_records(out)]
+    assert kinds[0] == "capture_open" and kinds[-1] == "capture_close"
+    assert kinds.count("request") == 1 and kinds.count("response") == 1
+
+
+@pytest.mark.timeout(90)
+def test_a_dead_worker_is_one_line_at_once_then_a_count_and_exit_1(tmp_path: Path) -> None:
+    out, port, err = tmp_path / "cap", free_port(), tmp_path / "stderr"
+    with Origin() as origin, err.open("wb") as err_file:
+        origin.scripts["/json"] = Script(writes=[b"{}"], chunked=False)
+        cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", origin.url]
+        cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(out)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_file)
+        try:
+            wait_port(port, proc)
+            _wait_for(lambda: list(out.glob("capture-*")))
+            # The worker is this proxy's one child process.
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            (worker,) = children
+            os.kill(int(worker), signal.SIGKILL)
+            died = (
+                f"seamwatch: capture worker died (killed by SIGKILL): recording to {out} "
+                "stopped; traffic still passes"
+            )
+            _wait_for(lambda: died in err.read_text())
+            assert err.read_text().splitlines()[1:] == [died]  # before any traffic, alone
+            with httpx.Client(timeout=10) as client:
+                for _ in range(3):  # the traffic still passes
+                    assert client.get(f"http://127.0.0.1:{port}/json").text == "{}"
+        finally:
+            code = _stop(proc, signal.SIGINT)
+    assert code == 1
+    assert err.read_text().splitlines()[1:] == [
+        died,
+        f"seamwatch: capture in {out} is incomplete: 9 records after the worker died were "
+        "not recorded",
+    ]

@@ -1,4 +1,5 @@
 import json
+import logging
 import os
 import re
 import signal
@@ -213,3 +214,54 @@ def test_a_frame_torn_by_a_dying_proxy_is_dropped_and_the_stop_is_unclean(tmp_pa
     records = read_records(tmp_path / "cap")
     assert [r["kind"] for r in records if r["kind"] == "chunk"] == ["chunk", "chunk"]
     assert records[-1]["kind"] == "capture_stats" and records[-1]["addon_errors"] == 0
+
+
+def test_the_worker_imports_nothing_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `queue.py` (stdlib) or `analyzer/` (ours) where the proxy starts is never imported."""
+    here = tmp_path / "here"
+    (here / "analyzer").mkdir(parents=True)
+    marker = tmp_path / "planted-ran"
+    planted = f"open({str(marker)!r}, 'a').write(__name__)\nraise ImportError('planted')\n"
+    (here / "queue.py").write_text(planted)
+    (here / "analyzer" / "__init__.py").write_text(planted)
+    monkeypatch.chdir(here)
+    client = CaptureClient(Path("cap"), open_fields=OPEN)
+    stream(client)
+    client.stream_end("f1", "complete")
+    client.close()
+    assert not marker.exists()
+    kinds = [r["kind"] for r in read_records(here / "cap")]
+    assert kinds[:4] == ["capture_open", "request", "response", "chunk"]
+    assert kinds[-1] == "capture_close" and kinds.count("chunk") == 2
+
+
+def test_a_dead_worker_is_reported_at_once_and_what_it_missed_at_close(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "cap"
+    client = CaptureClient(out, open_fields=OPEN)
+    stream(client)
+    deadline = time.monotonic() + 10
+    while len(read_records(out)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the worker wrote them
+    client._proc.kill()
+    # Noticed without any traffic, within a few send intervals.
+    deadline = time.monotonic() + 10
+    while not client.worker_died and time.monotonic() < deadline:
+        time.sleep(0.01)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        f"capture worker died (killed by SIGKILL): recording to {out} stopped; traffic still passes"
+    ]
+    stream(client, "f2")  # the proxy goes on: 4 records nobody records
+    client.stream_end("f2", "complete")
+    client.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors[1:] == [
+        f"capture in {out} is incomplete: 5 records after the worker died were not recorded"
+    ]
+    assert client.unrecorded == 5
+    kinds = [r["kind"] for r in read_records(out)]
+    assert kinds == ["capture_open", "request", "response", "chunk", "chunk"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic_core import to_json
 
-from analyzer.capture.writer import CaptureError, CaptureWriter
+from analyzer.capture.writer import CaptureError, CaptureWriter, prepare_capture_dir
 from analyzer.records import RECORD_ADAPTER, SCHEMA, CaptureOpen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,6 +194,33 @@ def test_permissions_do_not_follow_the_umask(out_dir: Path) -> None:
     files = list(out_dir.iterdir())
     assert len(files) > 1
     assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+
+
+def test_missing_parents_are_made_private_whatever_the_umask(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir(mode=0o755)
+    os.chmod(tmp_path / "shared", 0o755)
+    out = tmp_path / "shared" / "a" / "b" / "cap"
+    old = os.umask(0)
+    try:
+        with CaptureWriter(out, open_fields=OPEN_FIELDS):
+            pass
+    finally:
+        os.umask(old)
+    modes = {
+        p.name: stat.S_IMODE(p.stat().st_mode) for p in (out.parents[2], *out.parents[:2], out)
+    }
+    assert modes == {"shared": 0o755, "a": 0o700, "b": 0o700, "cap": 0o700}
+
+
+def test_prepare_capture_dir_fails_as_the_writer_would_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CaptureError, match=r"^not a directory: .*file$"):
+        prepare_capture_dir(tmp_path / "file")
+    with pytest.raises(CaptureError, match=r"^not a directory: .*file$"):
+        prepare_capture_dir(tmp_path / "file" / "cap")
+    ok = tmp_path / "a" / "cap"
+    prepare_capture_dir(ok)
+    assert ok.is_dir() and list(ok.iterdir()) == []  # the probe file is gone
 
 
 def test_an_existing_folder_keeps_its_mode(out_dir: Path) -> None:
