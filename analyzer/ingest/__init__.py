@@ -145,7 +145,7 @@ def read_inputs(
             if on_progress is not None:
                 progress = partial(on_progress, str(path))
             entry = _parse(path, kind, key, replica_header, client_header, cache, workers, progress)
-        reports.append(_report_from(entry))
+        reports.append(_report_from(entry, path))
         directories.append(entry.directory)
     repeated = _repeated_flows(directories)
     for index, flows in enumerate(repeated):
@@ -251,16 +251,20 @@ def _read(
     )
 
 
-def _report_from(entry: CacheEntry) -> InputReport:
+def _report_from(entry: CacheEntry, path: Path) -> InputReport:
+    """The input report an entry holds, for `path` as given now (the entry may have been made
+    for the same files under another path: a symlink, a relative or absolute one)."""
     data = entry.manifest.get("report", {})
     counts = Counter({str(k): int(v) for k, v in dict(data.get("counts", {})).items()})
     report = InputReport(
-        path=str(data.get("path", "")),
+        path=str(path),
         kind=str(data.get("kind", "")),
         records=int(data.get("records", 0)),
         skipped=int(data.get("skipped", 0)),
         counts=dict(counts),
         warnings=describe_counts(counts),
-        files=tuple(str(f) for f in data.get("files", ())),
+        files=tuple(
+            str(path / Path(f).name) if path.is_dir() else str(path) for f in data.get("files", ())
+        ),
     )
     return replace(report, cached=entry.cached)

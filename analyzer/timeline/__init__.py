@@ -114,7 +114,7 @@ class _Spill:
     stay in memory. The caller owns the folder: a plan read from the Timeline's frames needs it
     until that plan is collected for the last time. `engine`: the streaming one for a plan that
     scans a Parquet table (its memory does not grow with the table). Given a `stored.Writer`,
-    every frame is written there too (and a large one scanned from there).
+    every frame is written there too (what is kept does not depend on it).
     """
 
     def __init__(self, folder: Path | None, writer: stored.Writer | None = None) -> None:
@@ -126,14 +126,14 @@ class _Spill:
         self, name: str, plan: pl.LazyFrame, engine: _Engine = _SMALL, *, spill: bool = True
     ) -> pl.LazyFrame:
         frame = plan.collect(engine=engine)
+        stored_bytes = self._writer.put(name, frame) if self._writer is not None else None
         kept = frame.lazy()
-        if self._writer is not None:
-            path = self._writer.put(name, frame)
-            if spill and frame.height >= _SPILL_ROWS:
-                kept = pl.scan_parquet(path)
-        elif spill and self._dir is not None and frame.height >= _SPILL_ROWS:
+        if spill and self._dir is not None and frame.height >= _SPILL_ROWS:
             path = self._dir / f"{name}.parquet"
-            frame.write_parquet(path, compression="lz4", statistics=False)
+            if stored_bytes is None:
+                frame.write_parquet(path, compression="lz4", statistics=False)
+            else:
+                path.write_bytes(stored_bytes)  # the same file: written once
             kept = pl.scan_parquet(path)
         self.kept[name] = kept
         return kept
@@ -390,20 +390,19 @@ def load_timeline(
     folder = stored.target(ingested.directories) if cache else None
     if folder is None:
         return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
-    scan_from = _SPILL_ROWS if spill_dir is not None else None
-    kept = stored.read(folder, scan_from=scan_from)
-    if kept is None:
-        try:
-            writer = stored.Writer(folder)
-        except OSError:  # the entry cannot be written to: build, store nothing
-            return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
+    kept = stored.read(folder, spill_dir=spill_dir, scan_from=_SPILL_ROWS)
+    if kept is not None:
+        return _assemble(raw, ingested.inputs, kept)
+    writer = stored.Writer.start(folder)  # None: the entry cannot be written to
+    try:
         built = build_timeline(raw, ingested.inputs, spill_dir=spill_dir, writer=writer)
-        # Published (or published by another analysis first): read as a later analysis will.
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
+    if writer is not None:
         writer.commit()
-        kept = stored.read(folder, scan_from=scan_from)
-        if kept is None:
-            return built
-    return _assemble(raw, ingested.inputs, kept)
+    return built
 
 
 def _check_schemas(timeline: Timeline) -> None:

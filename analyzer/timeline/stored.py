@@ -7,23 +7,28 @@ normalized tables, in their order, and on the code that builds them, so the firs
 set of inputs stores them in the first input's cache entry and a later one reads them back:
 
     <cache entry of the first input>/timeline-<key 16>/
-        manifest.json      the key and each frame's row count (written last: complete)
+        manifest.json      the key, each frame's rows and SHA-256 (written last: complete)
         <frame>.parquet    one per name in `STORED`
 
 The key hashes the inputs' entry folder names (each names its input and its cache key, so a
 grown capture or another option is another key), the source of the timeline stages, of
 `analyzer.schema` and of `analyzer.ingest` (which reads several inputs as one), and the Polars
-version: changed code is a new key, never a stale frame. A
-set is written to a `.tmp-` folder and renamed into place; an entry keeps its `KEEP` most recent
-sets (an input is often analyzed alone and merged with others). Entries found in a folder that
-is not ours are never read (`analyzer.cache`).
+version: changed code is a new key, never a stale frame. Inputs whose tables are not all in the
+cache (one that could not be written) store nothing.
+
+A set is written to a `.tmp-` folder and renamed into place; an entry keeps its `KEEP` most
+recently used sets (an input is often analyzed alone and merged with others). Reading a set
+checks every file against its SHA-256 and takes the frames out of it (into memory, or into the
+caller's spill folder for a large one): another analysis may prune the set meanwhile. A set that
+is damaged, or that is not a plain folder, is removed and stored again by the next analysis; a
+storing that fails (no room) stores nothing and changes nothing else.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -59,15 +64,8 @@ KEEP: Final = 3
 _MANIFEST: Final = "manifest.json"
 _PREFIX: Final = "timeline-"
 _STALE_TMP_S: Final = 3600
-_left: list[Path] = []
 
 StoredFrames = dict[str, pl.LazyFrame]
-
-
-@atexit.register
-def _remove_left() -> None:
-    for folder in _left:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @cache
@@ -83,45 +81,48 @@ def _code_key() -> str:
 
 
 def target(directories: Sequence[Path | None]) -> Path | None:
-    """Where the frames of the inputs read into these entry folders are kept: None when the
-    first is not a cache entry (a private temporary folder, when the cache is off or cannot be
+    """Where the frames of the inputs read into these entry folders are kept: None unless every
+    one is a cache entry (not a private temporary folder, as when the cache is off or cannot be
     written)."""
-    first = next((d for d in directories if d is not None), None)
-    if first is None or first.parent.name != CACHE_DIR:
+    present = [d for d in directories if d is not None]
+    if not present or any(d.parent.name != CACHE_DIR for d in present):
         return None
     names = [d.name if d is not None else "-" for d in directories]
     text = json.dumps([_code_key(), names])
-    return first / f"{_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return present[0] / f"{_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def read(folder: Path, *, scan_from: int | None) -> StoredFrames | None:
-    """The stored frames, or None when `folder` holds no complete set.
+def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrames | None:
+    """The stored frames, or None when `folder` holds no sound set (a damaged one is removed).
 
-    A frame of `scan_from` rows or more (but those `IN_MEMORY`) is scanned from its file,
-    as `build_timeline` keeps large frames on disk; None reads every frame into memory.
+    A frame of `scan_from` rows or more (but those `IN_MEMORY`) is copied into `spill_dir` and
+    scanned from there, as `build_timeline` keeps large frames; without a `spill_dir` every
+    frame is read into memory.
     """
-    try:
-        text = (folder / _MANIFEST).read_text("utf-8")
-    except FileNotFoundError:
-        return None  # not stored yet
-    except OSError:
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        _discard(folder)  # not what `Writer` makes
         return None
+    if not folder.is_dir():
+        return None  # not stored yet
+    frames: StoredFrames = {}
     try:
-        manifest = json.loads(text)
-        if manifest.get("key") != folder.name:
+        manifest = json.loads((folder / _MANIFEST).read_text("utf-8"))
+        if manifest["key"] != folder.name:
             raise ValueError("another key")
-        rows = {name: int(manifest["rows"][name]) for name in STORED}
-        frames: StoredFrames = {}
         for name in STORED:
-            path = folder / f"{name}.parquet"
-            if scan_from is not None and rows[name] >= scan_from and name not in IN_MEMORY:
-                pl.read_parquet_schema(path)  # the file is there, with its footer
-                frames[name] = pl.scan_parquet(path)
+            rows, digest = int(manifest["rows"][name]), str(manifest["sha256"][name])
+            data = (folder / f"{name}.parquet").read_bytes()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError(f"{name}: damaged")
+            if spill_dir is not None and rows >= scan_from and name not in IN_MEMORY:
+                own = spill_dir / f"stored-{name}.parquet"
+                own.write_bytes(data)
+                frames[name] = pl.scan_parquet(own)
             else:
-                frames[name] = pl.read_parquet(path).lazy()
+                frames[name] = pl.read_parquet(io.BytesIO(data)).lazy()
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
-        # Damaged (sets are renamed into place whole): removed, so that it is stored again.
-        shutil.rmtree(folder, ignore_errors=True)
+        # Sets are renamed into place whole: this one is damaged. Stored again next time.
+        _discard(folder)
         return None
     with contextlib.suppress(OSError):
         os.utime(folder)  # recently used: kept by the pruning
@@ -129,43 +130,81 @@ def read(folder: Path, *, scan_from: int | None) -> StoredFrames | None:
 
 
 class Writer:
-    """A set of frames being stored: `put` each as it is collected, then `commit`."""
+    """A set of frames being stored: `put` each as it is collected, then `commit` (or
+    `abandon`). A frame that cannot be written makes the set fail, nothing else."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, staging: Path) -> None:
         self.folder = folder
+        self.staging = staging
         self.rows: dict[str, int] = {}
-        self.staging = Path(tempfile.mkdtemp(prefix=f".tmp-{_PREFIX}", dir=folder.parent))
+        self.digests: dict[str, str] = {}
+        self.failed = False
 
-    def put(self, name: str, frame: pl.DataFrame) -> Path:
-        """Write one frame; its file (valid until `commit`)."""
-        path = self.staging / f"{name}.parquet"
-        frame.write_parquet(path, compression="lz4", statistics=False)
-        os.chmod(path, 0o600)
+    @staticmethod
+    def start(folder: Path) -> Writer | None:
+        """A writer for `folder`, or None when its entry cannot be written to."""
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=f".tmp-{_PREFIX}", dir=folder.parent))
+        except OSError:
+            return None
+        return Writer(folder, staging)
+
+    def put(self, name: str, frame: pl.DataFrame) -> bytes | None:
+        """Write one frame; its Parquet bytes (None once the set has failed)."""
+        if self.failed:
+            return None
+        try:
+            buffer = io.BytesIO()
+            frame.write_parquet(buffer, compression="lz4", statistics=False)
+            data = buffer.getvalue()
+            path = self.staging / f"{name}.parquet"
+            path.write_bytes(data)
+            os.chmod(path, 0o600)
+        except (OSError, pl.exceptions.PolarsError):
+            self.abandon()
+            return None
         self.rows[name] = frame.height
-        return path
+        self.digests[name] = hashlib.sha256(data).hexdigest()
+        return data
 
     def commit(self) -> bool:
-        """Publish the set (False when another analysis published it first, or on an error:
-        the staging folder, which a built timeline may still scan, is then removed at exit)."""
+        """Publish the set; False (and nothing left behind) when it failed or another analysis
+        published it first."""
+        if self.failed or set(self.rows) != set(STORED):
+            self.abandon()
+            return False
         try:
-            manifest = {"key": self.folder.name, "rows": self.rows}
+            manifest = {"key": self.folder.name, "rows": self.rows, "sha256": self.digests}
             (self.staging / _MANIFEST).write_text(json.dumps(manifest, sort_keys=True), "utf-8")
             os.chmod(self.staging / _MANIFEST, 0o600)
             os.rename(self.staging, self.folder)
         except OSError:
-            _left.append(self.staging)
+            self.abandon()
             return False
-        _prune(self.folder.parent)
+        _prune(self.folder.parent, self.folder)
         return True
 
+    def abandon(self) -> None:
+        self.failed = True
+        shutil.rmtree(self.staging, ignore_errors=True)
 
-def _prune(entry: Path) -> None:
-    """Keep the `KEEP` most recently used sets of an entry; remove stale staging folders."""
+
+def _discard(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(OSError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _prune(entry: Path, new: Path) -> None:
+    """Keep `new` and the most recently used other sets of an entry (`KEEP` in all); remove
+    staging folders left by analyses that died long ago."""
     sets = []
     now = time.time()
     for child in entry.iterdir():
         try:
-            if child.name.startswith(_PREFIX):
+            if child.name.startswith(_PREFIX) and child != new:
                 sets.append((child.stat().st_mtime_ns, child))
             elif (
                 child.name.startswith(f".tmp-{_PREFIX}")
@@ -174,5 +213,5 @@ def _prune(entry: Path) -> None:
                 shutil.rmtree(child, ignore_errors=True)
         except OSError:
             continue
-    for _, old in sorted(sets, reverse=True)[KEEP:]:
-        shutil.rmtree(old, ignore_errors=True)
+    for _, old in sorted(sets, reverse=True)[KEEP - 1 :]:
+        _discard(old)

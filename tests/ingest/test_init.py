@@ -52,6 +52,18 @@ def test_second_read_comes_from_the_cache(tmp_path: Path) -> None:
     assert second.scan("flows").collect().equals(first.scan("flows").collect())
 
 
+def test_a_cached_input_is_reported_under_the_path_given_now(tmp_path: Path) -> None:
+    folder = _capture_dir(tmp_path)
+    read_inputs([folder])
+    alias = tmp_path / "alias"
+    alias.symlink_to(folder)  # the same files: the same cache entry
+    (report,) = read_inputs([alias]).inputs
+    assert report.cached
+    assert (report.path, report.files) == (str(alias), (str(alias / "c.jsonl"),))
+    (single,) = read_inputs([alias / "c.jsonl"]).inputs
+    assert (single.path, single.files) == (str(alias / "c.jsonl"), (str(alias / "c.jsonl"),))
+
+
 def test_a_changed_capture_is_parsed_again(tmp_path: Path) -> None:
     folder = _capture_dir(tmp_path)
     first = read_inputs([folder])

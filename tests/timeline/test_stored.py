@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +17,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from analyzer.ingest import read_inputs
-from analyzer.timeline import Timeline, load_timeline, stored
+from analyzer.timeline import RawTables, Timeline, _assemble, load_timeline, stored
 from tests.support.planted import spoofing_capture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dashboard" / "round-robin-replicas"
@@ -68,9 +74,13 @@ def test_a_later_analysis_reads_the_stored_frames_equal_to_a_fresh_build(
 
 def test_the_stored_frames_are_what_a_later_analysis_reads(capture: Path) -> None:
     load_timeline([capture])
-    sessions = the_set([capture]) / "sessions.parquet"
+    folder = the_set([capture])
+    sessions = folder / "sessions.parquet"
     frame = pl.read_parquet(sessions)
     frame.with_columns(pl.lit("from the store").alias("client_info")).write_parquet(sessions)
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    manifest["sha256"]["sessions"] = hashlib.sha256(sessions.read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     got = load_timeline([capture]).sessions.collect()
     assert got["client_info"].to_list() == ["from the store"] * frame.height
 
@@ -98,7 +108,7 @@ def test_a_damaged_set_is_removed_and_stored_again(capture: Path) -> None:
     folder = the_set([capture])
     (folder / "streams.parquet").write_bytes(b"not parquet")
     assert_same(load_timeline([capture]), fresh)  # built again, and stored again
-    assert stored.read(folder, scan_from=None) is not None
+    assert stored.read(folder, spill_dir=None, scan_from=0) is not None
     (folder / "exchanges.parquet").unlink()
     assert_same(load_timeline([capture]), fresh)
     assert (folder / "exchanges.parquet").is_file()
@@ -116,3 +126,96 @@ def test_an_entry_keeps_its_latest_sets(capture: Path, tmp_path: Path) -> None:
 def test_nothing_is_stored_without_the_cache(capture: Path) -> None:
     load_timeline([capture], cache=False)
     assert not (capture / ".seamwatch-cache").exists()
+
+
+def test_a_set_pruned_while_an_analysis_reads_it_does_not_disturb_that_analysis(
+    capture: Path, tmp_path: Path
+) -> None:
+    fresh = load_timeline([capture], cache=False)
+    load_timeline([capture])
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    # A threshold of 0 rows: every frame but the placement is scanned, as large ones are.
+    folder = the_set([capture])
+    reading = stored.read(folder, spill_dir=spill, scan_from=0)
+    assert reading is not None
+    shutil.rmtree(folder)  # another analysis pruned it
+    raw = RawTables.from_ingested(read_inputs([capture]))
+    assert_same(_assemble(raw, fresh.inputs, reading), fresh)
+
+
+def test_a_set_damaged_in_place_is_found_by_its_digest(capture: Path) -> None:
+    fresh = load_timeline([capture], cache=False)
+    load_timeline([capture])
+    path = the_set([capture]) / "exchanges.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one byte changed
+    path.write_bytes(bytes(data))
+    assert_same(load_timeline([capture]), fresh)
+    assert stored.read(the_set([capture]), spill_dir=None, scan_from=0) is not None
+
+
+@pytest.mark.parametrize("what", ["no manifest", "a file", "a symlink"])
+def test_a_set_that_is_not_what_a_writer_makes_is_replaced(
+    capture: Path, tmp_path: Path, what: str
+) -> None:
+    fresh = load_timeline([capture], cache=False)
+    load_timeline([capture])
+    folder = the_set([capture])
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(folder, elsewhere)
+    if what == "no manifest":
+        (folder / "manifest.json").unlink()
+    else:
+        shutil.rmtree(folder)
+        if what == "a file":
+            folder.write_text("x")
+        else:
+            folder.symlink_to(elsewhere)  # a sound set, but outside the cache
+    assert stored.read(folder, spill_dir=None, scan_from=0) is None
+    assert_same(load_timeline([capture]), fresh)
+    assert folder.is_dir() and not folder.is_symlink()
+    assert (elsewhere / "manifest.json").is_file()  # a symlink's target is left alone
+
+
+def test_a_new_set_survives_the_pruning_whatever_the_clock(capture: Path, tmp_path: Path) -> None:
+    others = [spoofing_capture(tmp_path / f"other{n}") for n in range(stored.KEEP)]
+    for other in others:
+        load_timeline([capture, other])
+    entry = the_set([capture]).parent
+    later = time.time() + 600  # sets used "in the future": a clock stepped back since
+    for child in entry.glob("timeline-*"):
+        os.utime(child, (later, later))
+    load_timeline([capture])
+    assert the_set([capture]).is_dir()
+    assert len(list(entry.glob("timeline-*"))) == stored.KEEP
+
+
+def test_no_room_to_store_changes_nothing_else(capture: Path, tmp_path: Path) -> None:
+    """A file-size limit makes every write of the set fail, as a full disk would."""
+    fresh = tmp_path / "fresh.json"
+    analyze = ["analyze", "--format", "json", "--fail-on", "none"]
+    cli = [sys.executable, "-m", "analyzer.cli", *analyze]
+    subprocess.run([*cli, "--no-cache", "--out", str(fresh), str(capture)], check=True)
+    subprocess.run([*cli, "--out", str(tmp_path / "first.json"), str(capture)], check=True)
+    entry = the_set([capture]).parent
+    shutil.rmtree(the_set([capture]))
+    limited = (
+        "import resource, signal, sys; from analyzer.cli import main; "
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2048, resource.RLIM_INFINITY)); "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    run = [sys.executable, "-c", limited, *analyze, str(capture)]
+    out = subprocess.run(run, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == fresh.read_text("utf-8")
+    assert not list(entry.glob("*timeline-*"))  # neither a set nor a staging folder
+
+
+def test_nothing_is_stored_for_inputs_not_all_in_the_cache(capture: Path, tmp_path: Path) -> None:
+    other = spoofing_capture(tmp_path / "other")
+    (other / ".seamwatch-cache").symlink_to(tmp_path)  # not a private folder: not used
+    load_timeline([capture, other])
+    entry = the_set([capture]).parent
+    assert not list(entry.glob("timeline-*"))
