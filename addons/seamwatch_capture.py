@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import ctx, exceptions, http, tls
+from mitmproxy.net import encoding
 from mitmproxy.proxy import server_hooks
 from mitmproxy.version import VERSION as MITMPROXY_VERSION
 
@@ -25,12 +26,17 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from analyzer import __version__  # noqa: E402
+from analyzer.capture.framing import ContentDecoder  # noqa: E402
 from analyzer.capture.pipeline import CaptureClient  # noqa: E402
 from analyzer.capture.recorder import is_event_stream  # noqa: E402
 from analyzer.capture.writer import CaptureError  # noqa: E402
 from analyzer.records import SCHEMA, StreamEndHow  # noqa: E402
 
 log = logging.getLogger(__name__)
+
+# Raw bytes of a non-SSE body kept for its response record; the recorder keeps 8 MiB of it
+# decoded. mitmproxy used to buffer the whole body, without a bound.
+_BODY_KEEP = 64 << 20
 
 
 def _addr(address: object) -> str | None:
@@ -54,12 +60,50 @@ def _end_how(flow: http.HTTPFlow) -> StreamEndHow:
     return "error"
 
 
+class _Body:
+    """The raw bytes of a non-SSE response body, kept as they stream through to the client."""
+
+    __slots__ = ("dropped", "raw")
+
+    def __init__(self) -> None:
+        self.raw = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = _BODY_KEEP - len(self.raw)
+        if len(chunk) > room:
+            self.dropped += len(chunk) - max(room, 0)
+            chunk = chunk[: max(room, 0)]
+        self.raw += chunk
+
+
+def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> bytes:
+    """The body after content decoding as mitmproxy's `get_content(strict=False)` gives it.
+
+    A body the upstream broke off cannot be decoded whole: what of it inflates is kept.
+    """
+    if not content_encoding:
+        return raw
+    try:
+        content = encoding.decode(raw, content_encoding)
+        if isinstance(content, bytes):
+            return content
+    except ValueError:
+        pass
+    if broken:
+        head = ContentDecoder(content_encoding).decode(raw)
+        if head:
+            return head
+    return raw
+
+
 class SeamwatchCapture:
     """Records HTTP exchanges and SSE chunks into schema-1 capture files."""
 
     def __init__(self) -> None:
         self.client: CaptureClient | None = None
         self.streaming: set[str] = set()
+        self.bodies: dict[str, _Body] = {}
 
     def load(self, loader: object) -> None:
         add = loader.add_option  # type: ignore[attr-defined]
@@ -129,8 +173,13 @@ class SeamwatchCapture:
             self.client.count_error()
         log.debug("seamwatch capture error in %s", where, exc_info=True)
 
-    def _response(self, flow: http.HTTPFlow, *, streamed: bool, body: bytes | None) -> None:
+    def _response(
+        self, flow: http.HTTPFlow, *, streamed: bool, body: bytes | None, dropped: int = 0
+    ) -> None:
         assert self.client is not None and flow.response is not None
+        fields: dict[str, object] = {}
+        if dropped:
+            fields["body_dropped"] = dropped
         self.client.response(
             flow.id,
             status=flow.response.status_code,
@@ -139,7 +188,18 @@ class SeamwatchCapture:
             upstream=_addr(flow.server_conn.peername),
             body=body,
             streamed=streamed,
+            **fields,
         )
+
+    def _body(self, flow: http.HTTPFlow, *, broken: bool) -> tuple[bytes | None, int]:
+        """A non-SSE response's body (content decoded) and the raw bytes of it not kept."""
+        assert flow.response is not None
+        kept = self.bodies.pop(flow.id, None)
+        if flow.response.raw_content is not None or kept is None:
+            # mitmproxy buffered it after all (no body, or another addon's choice).
+            return flow.response.get_content(strict=False), 0
+        ce = flow.response.headers.get("content-encoding")
+        return _decoded(bytes(kept.raw), ce, broken=broken), kept.dropped
 
     def request(self, flow: http.HTTPFlow) -> None:
         if self.client is None:
@@ -166,6 +226,10 @@ class SeamwatchCapture:
             return
         try:
             if not is_event_stream(list(flow.response.headers.items(multi=True))):
+                # Streamed through too, so that the client gets the bytes as they come (and
+                # those that came, when the upstream breaks off); its record is made whole,
+                # at the end, as for a buffered body.
+                flow.response.stream = self._collect(flow.id)
                 return
             self._response(flow, streamed=True, body=None)
         except Exception:
@@ -173,6 +237,19 @@ class SeamwatchCapture:
             return
         self.streaming.add(flow.id)
         flow.response.stream = self._stream(self.client, flow.id)
+
+    def _collect(self, flow_id: str) -> Callable[[bytes], bytes]:
+        body = self.bodies[flow_id] = _Body()
+
+        def passthrough(chunk: bytes) -> bytes:
+            # The chunk goes back unchanged whatever happens: recording is a side effect.
+            try:
+                body.add(chunk)
+            except Exception:
+                self._failed("collect")
+            return chunk
+
+        return passthrough
 
     def _stream(self, client: CaptureClient, flow_id: str) -> Callable[[bytes], bytes]:
         def passthrough(chunk: bytes) -> bytes:
@@ -193,7 +270,8 @@ class SeamwatchCapture:
             if flow.id in self.streaming:
                 self.streaming.discard(flow.id)
             else:
-                self._response(flow, streamed=False, body=flow.response.get_content(strict=False))
+                body, dropped = self._body(flow, broken=False)
+                self._response(flow, streamed=False, body=body, dropped=dropped)
             self.client.stream_end(flow.id, "complete")
         except Exception:
             self._failed("response")
@@ -205,8 +283,9 @@ class SeamwatchCapture:
             if flow.id in self.streaming:
                 self.streaming.discard(flow.id)
             elif flow.response is not None:
-                # A non-streamed response that broke mid-body: keep what arrived.
-                self._response(flow, streamed=False, body=flow.response.raw_content)
+                # A non-SSE response that broke mid-body: keep what arrived.
+                body, dropped = self._body(flow, broken=True)
+                self._response(flow, streamed=False, body=body, dropped=dropped)
             self.client.stream_end(flow.id, _end_how(flow), flow.error.msg if flow.error else None)
         except Exception:
             self._failed("error")
@@ -220,12 +299,26 @@ class SeamwatchCapture:
         except Exception:
             self._failed("server_connect_error")
 
+    def tls_failed_server(self, data: tls.TlsData) -> None:
+        # The TCP connection to the upstream worked but its TLS handshake did not (a bad
+        # certificate, a server that does not speak TLS): to the client it is the same 502 as
+        # a refused connection, so it is recorded the same way.
+        if self.client is None:
+            return
+        try:
+            upstream = _addr(data.conn.address) or str(data.conn.address)
+            reason = data.conn.error or "unknown error"
+            self.client.server_unreachable(upstream, f"TLS handshake failed: {reason}")
+        except Exception:
+            self._failed("tls_failed_server")
+
     def done(self) -> None:
         if self.client is None:
             return
         for flow_id in self.streaming:
             self.client.stream_end(flow_id, "open_at_shutdown")
         self.streaming.clear()
+        self.bodies.clear()
         self.client.close()
         self.client = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import brotli
 
@@ -59,7 +59,7 @@ class ContentDecoder:
             if self._zlib is not None:
                 out = self._inflate(raw, room)
             elif self._brotli is not None:
-                out = self._brotli.process(raw)
+                out = self._unbrotli(raw)
             else:
                 out = raw
         except (zlib.error, brotli.error) as e:
@@ -73,9 +73,49 @@ class ContentDecoder:
         return out
 
     def _inflate(self, raw: bytes, room: int) -> bytes:
+        """Inflate one chunk; a gzip body may be several members (RFC 1952 §2.2), one by one.
+
+        Bytes after the end of a finished zlib or raw DEFLATE stream are not part of the body:
+        the output before them is kept and `failed` says how many followed (rather than
+        dropping them without a word, as a bare `decompress` does with `unused_data`).
+        """
+        out = b""
+        data = raw
+        while data:
+            assert self._zlib is not None
+            if self._zlib.eof:
+                if self.encoding == "deflate":
+                    self.failed = (
+                        f"content decoding failed: {len(data)} bytes after the end of the "
+                        "deflate stream"
+                    )
+                    return out
+                # RFC 1952 §2.2: "A gzip file consists of a series of members". gzip(1) also
+                # skips zero bytes padding the end of a file; so does Python's gzip module.
+                data = data.lstrip(b"\0")
+                if not data:
+                    break
+                self._zlib = zlib.decompressobj(wbits=47)
+                try:
+                    out += self._zlib.decompress(data, room + 1 - len(out))
+                except zlib.error as e:
+                    # Keep what the earlier members gave; the rest is not gzip.
+                    self.failed = (
+                        f"content decoding failed: {len(data)} bytes after a gzip member "
+                        f"are not another member ({e})"
+                    )
+                    return out
+            else:
+                out += self._decompress(data, room + 1 - len(out))
+            if len(out) > room:
+                break  # capped: what is left of the input is never read
+            data = self._zlib.unused_data if self._zlib.eof else b""
+        return out
+
+    def _decompress(self, data: bytes, limit: int) -> bytes:
         assert self._zlib is not None
         try:
-            return self._zlib.decompress(raw, room + 1)
+            return self._zlib.decompress(data, limit)
         except zlib.error:
             # "deflate" in the wild is often raw DEFLATE without the zlib wrapper (RFC 9110
             # §8.4.1.2 notes the confusion); retry once, from the first chunk only.
@@ -83,25 +123,86 @@ class ContentDecoder:
                 raise
             self._deflate_raw_tried = True
             self._zlib = zlib.decompressobj(wbits=-15)
-            return self._zlib.decompress(raw, room + 1)
+            return self._zlib.decompress(data, limit)
+
+    def _unbrotli(self, raw: bytes) -> bytes:
+        assert self._brotli is not None
+        if self._brotli.is_finished():
+            # RFC 7932 defines one stream a body; brotli fails on anything after it.
+            self.failed = (
+                f"content decoding failed: {len(raw)} bytes after the end of the br stream"
+            )
+            return b""
+        out: bytes = self._brotli.process(raw)
+        return out
+
+
+class Piece(NamedTuple):
+    """Bytes to record; `withheld` more bytes of the same event followed them, not recorded."""
+
+    data: bytes
+    withheld: int = 0
+
+
+def _utf8_cut(buf: bytes | bytearray, n: int) -> int:
+    """`n`, moved back so that it does not split a UTF-8 sequence (when one ends there)."""
+    i = n
+    while i > 0 and n - i < 3 and 0x80 <= buf[i - 1] < 0xC0:
+        i -= 1  # continuation bytes
+    if i > 0 and buf[i - 1] >= 0xC0:
+        lead = buf[i - 1]
+        size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if n - (i - 1) < size:
+            return i - 1
+    return n
 
 
 class EventFramer:
-    """Holds back an incomplete SSE event until its blank line arrives (up to `cap` bytes)."""
+    """Holds back an incomplete SSE event until its blank line arrives (up to `cap` bytes).
 
-    def __init__(self, cap: int = DEFAULT_EVENT_CAP) -> None:
+    An event larger than `cap` is recorded in pieces as it comes, unless `withhold` is set (the
+    capture redacts): a secret straddling a cut would then reach disk half redacted, so the
+    framer keeps the event's first `cap` bytes (the head), drops the rest of the event and
+    hands out the head when the event ends, with the count of bytes withheld (recorded as the
+    chunk's `truncated_bytes`, DESIGN.md §4, as a capped body's are). The boundary that ends
+    the event is kept, so the recorded stream still parses: the event reads truncated.
+    """
+
+    def __init__(self, cap: int = DEFAULT_EVENT_CAP, *, withhold: bool = False) -> None:
         self.cap = cap
+        self.withhold = withhold
         self._pending = bytearray()
         self._scanned = 0
+        # Cutting an oversized event: bytes dropped so far, and the last few of them, in
+        # which a boundary may begin that the next chunk completes.
+        self._cutting = False
+        self._withheld = 0
+        self._carry = b""
 
-    def feed(self, data: bytes) -> bytes:
-        """Append decoded bytes; return the prefix that ends at the last complete event."""
+    def feed(self, data: bytes) -> list[Piece]:
+        """Append decoded bytes; return what to record: complete events, or a cut event's head."""
         if not data:
-            return b""
+            return []
+        pieces: list[Piece] = []
+        if self._cutting:
+            scan = self._carry + data
+            m = _BOUNDARY.search(scan)
+            if m is None:
+                self._withheld += len(data)
+                self._carry = scan[-3:]
+                return pieces
+            # The carry was counted as withheld; the boundary and what follows are not.
+            withheld = self._withheld - len(self._carry) + m.start()
+            pieces.append(Piece(bytes(self._pending), withheld))
+            self._pending.clear()
+            self._scanned = 0
+            self._cutting, self._withheld, self._carry = False, 0, b""
+            data = scan[m.start() :]
         if not self._pending and data.endswith((b"\n\n", b"\n\r\n")):
             # The common case: servers write whole events. A final LF after another line end
             # (LF or CRLF) is a blank line, so everything here is complete.
-            return data
+            pieces.append(Piece(data))
+            return pieces
         self._pending += data
         # Rescan a little before the new bytes: a boundary may straddle the chunk edge.
         start = max(0, self._scanned - 2)
@@ -111,20 +212,37 @@ class EventFramer:
         if end < 0:
             if len(self._pending) < self.cap:
                 self._scanned = len(self._pending)
-                return b""
+                return pieces
+            if self.withhold:
+                self._cut()
+                return pieces
             end = len(self._pending)  # an oversized event goes out unframed
-        out = bytes(self._pending[:end])
+        pieces.append(Piece(bytes(self._pending[:end])))
         del self._pending[:end]
         self._scanned = len(self._pending)
-        return out
+        return pieces
 
-    def flush(self) -> bytes:
-        """The unterminated tail at stream end."""
-        out = bytes(self._pending)
+    def _cut(self) -> None:
+        """Keep an oversized event's head, withhold the rest until the event ends."""
+        pending = self._pending
+        # No boundary is in `pending`, but one may begin in its last 3 bytes (a boundary is at
+        # most 4): those go to the withheld part, so that the head never holds a boundary.
+        keep = _utf8_cut(pending, max(0, min(self.cap, len(pending) - 3)))
+        self._cutting = True
+        self._withheld = len(pending) - keep
+        self._carry = bytes(pending[-3:])
+        del pending[keep:]
+        self._scanned = len(pending)
+
+    def flush(self) -> Piece:
+        """The unterminated tail at stream end (a cut event's head, with its withheld count)."""
+        out = Piece(bytes(self._pending), self._withheld)
         self._pending.clear()
         self._scanned = 0
+        self._cutting, self._withheld, self._carry = False, 0, b""
         return out
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        """Bytes of an incomplete event seen so far: held back, or withheld from a cut one."""
+        return len(self._pending) + self._withheld

@@ -27,6 +27,9 @@ from analyzer.capture.redaction import Redactor
 from analyzer.records import StreamEndHow, body_from_bytes
 
 DEFAULT_BODY_CAP = 8 << 20
+DEFAULT_REDACTED_EVENT_CAP = DEFAULT_BODY_CAP
+"""With redaction on, an SSE event up to this size is recorded (and redacted) whole, as a
+non-streamed body is; a larger one keeps this much of its head and records `truncated_bytes`."""
 
 Headers = Sequence[tuple[str, str]]
 
@@ -77,7 +80,12 @@ class StreamTap:
         self.flow = flow
         self.content_encoding = content_encoding
         self.decoder = ContentDecoder(content_encoding, recorder.decode_cap)
-        self.framer = EventFramer(recorder.event_cap)
+        # Redacting, an event is redacted whole: held up to a larger bound, past it cut
+        # (`EventFramer`), never recorded in pieces that a secret could straddle.
+        if recorder.redactor.enabled:
+            self.framer = EventFramer(recorder.redacted_event_cap, withhold=True)
+        else:
+            self.framer = EventFramer(recorder.event_cap)
         self.n = 0
         self.ended = False
         # A chunk record's members as the writer's `to_json` writes them (`feed_many`), with
@@ -155,9 +163,11 @@ class StreamTap:
         """Record the events that this raw (still encoded) chunk completes."""
         was_capped = self.decoder.capped
         decoded = self.decoder.decode(raw)
-        complete = self.framer.feed(decoded)
-        if complete or (self.decoder.capped and not was_capped):
-            self._chunk(complete, unterminated=False, at=at)
+        pieces = self.framer.feed(decoded)
+        for piece in pieces:
+            self._chunk(piece.data, unterminated=False, at=at, withheld=piece.withheld)
+        if not pieces and self.decoder.capped and not was_capped:
+            self._chunk(b"", unterminated=False, at=at)
 
     def end(self, how: StreamEndHow, error: str | None = None, at: Stamp | None = None) -> None:
         """Record the unterminated tail, if any, and how the HTTP response ended."""
@@ -165,13 +175,15 @@ class StreamTap:
             return
         self.ended = True
         tail = self.framer.flush()
-        if tail:
-            self._chunk(tail, unterminated=True, at=at)
+        if tail.data or tail.withheld:
+            self._chunk(tail.data, unterminated=True, at=at, withheld=tail.withheld)
         if self.decoder.failed and not error:
             error = self.decoder.failed
         self.recorder.stream_end(self.flow, how, error, at=at)
 
-    def _chunk(self, data: bytes, *, unterminated: bool, at: Stamp | None) -> None:
+    def _chunk(
+        self, data: bytes, *, unterminated: bool, at: Stamp | None, withheld: int = 0
+    ) -> None:
         rec = self.recorder
         if rec.redactor.enabled and data:
             text, count = rec.redactor.text(data.decode("utf-8", "surrogateescape"))
@@ -182,7 +194,9 @@ class StreamTap:
         record["flow"] = self.flow
         record["n"] = self.n
         record["content_encoding"] = self.content_encoding
-        record["data"] = body_from_bytes(data)
+        record["data"] = body = body_from_bytes(data)
+        if withheld:
+            body["truncated_bytes"] = withheld  # the rest of an oversized event, not recorded
         if self.decoder.capped:
             record["decompress_capped"] = True
         if unterminated:
@@ -202,6 +216,7 @@ class Recorder:
         replica_header: str | None = None,
         body_cap: int = DEFAULT_BODY_CAP,
         event_cap: int = DEFAULT_EVENT_CAP,
+        redacted_event_cap: int = DEFAULT_REDACTED_EVENT_CAP,
         decode_cap: int = DEFAULT_DECODE_CAP,
     ) -> None:
         self.sink = sink
@@ -209,6 +224,7 @@ class Recorder:
         self.replica_header = replica_header
         self.body_cap = body_cap
         self.event_cap = event_cap
+        self.redacted_event_cap = redacted_event_cap
         self.decode_cap = decode_cap
 
     def _headers(self, headers: Headers) -> list[tuple[str, str]]:
@@ -217,7 +233,7 @@ class Recorder:
             self.sink.count_redacted(count)
         return out
 
-    def _body(self, body: bytes | None) -> dict[str, object] | None:
+    def _body(self, body: bytes | None, dropped: int = 0) -> dict[str, object] | None:
         if body is None:
             return None
         if self.redactor.enabled and body:
@@ -225,7 +241,11 @@ class Recorder:
             if count:
                 body = text.encode("utf-8", "surrogateescape")
                 self.sink.count_redacted(count)
-        return body_from_bytes(body, self.body_cap)
+        out = body_from_bytes(body, self.body_cap)
+        if dropped:
+            cut = out.get("truncated_bytes")
+            out["truncated_bytes"] = (cut if isinstance(cut, int) else 0) + dropped
+        return out
 
     def request(
         self,
@@ -271,9 +291,14 @@ class Recorder:
         upstream: str | None,
         body: bytes | None,
         streamed: bool,
+        body_dropped: int = 0,
         at: Stamp | None = None,
     ) -> StreamTap | None:
-        """Record a response; a streamed one returns the tap that records its chunks."""
+        """Record a response; a streamed one returns the tap that records its chunks.
+
+        `body_dropped` counts bytes of the body that the proxy did not keep (past its bound):
+        they add to the body's `truncated_bytes`.
+        """
         replica: str | None = None
         source: str | None = None
         if self.replica_header:
@@ -290,7 +315,7 @@ class Recorder:
             replica=replica,
             replica_source=source,
             streamed=streamed,
-            body=None if streamed else self._body(body),
+            body=None if streamed else self._body(body, body_dropped),
         )
         self.sink.submit(record)
         if not streamed:

@@ -14,8 +14,14 @@ re-serializing. Decisions, made here on purpose:
 - Headers: `Authorization` and `Proxy-Authorization` keep their scheme (`Bearer [redacted:..]`,
   RFC 9110 §11.4), cookies keep their names (`sid=[redacted:..]`, RFC 6265 §4.2.1) and a
   `Set-Cookie` its attributes, because sticky-session cookies are how replicas get picked. A
-  JSON member of the same name follows the same rule. `X-Api-Key` is in the default list beside
-  the four DESIGN.md names.
+  JSON member of the same name follows the same rule. `X-Api-Key`, `Api-Key`, `X-Auth-Token`,
+  `X-Access-Token` and `Authorization-Token` are in the default list beside the four DESIGN.md
+  names, as JSON keys too (header maps carried in JSON).
+- Header names may also be listed as a suffix pattern, `*-token`, `*-api-key`, `*-secret` by
+  default: names are matched whole, and a header name is a label of its own (where a JSON key
+  like `progressToken` is not), so `X-Csrf-Token` or `X-Amz-Security-Token` are credentials.
+  Patterns never touch `Mcp-*` headers: the protocol's own (`Mcp-Param-Token` mirrors a body
+  parameter that the analysis compares it with). Patterns apply to headers only, never to JSON.
 - JSON, wherever it appears in the text (a body, SSE `data:` lines): a member whose name is
   listed has its string value redacted, and a number too (a numeric PIN is a secret; it becomes
   a string). `true`, `false` and `null` are left. Objects and arrays are not blanked but walked,
@@ -30,6 +36,11 @@ re-serializing. Decisions, made here on purpose:
   stops, so the head of a secret never leaks through a cap.
 - `key=value` pairs led by `?` or `&` (a URL in a body, a query string) or opening the text (a
   form-encoded body) are redacted by the JSON key list, the value percent-decoded for the hash.
+  A request's own query string is also redacted by a short list of its own (`token`, `key`,
+  `code`, `apikey`): in a request target these are credentials (an API key, an OAuth
+  authorization code), where as JSON keys they are not. They are not applied to URLs inside
+  bodies: `code` and `token` are everywhere in JSON-RPC text, and the hot path's precheck would
+  pay for it on every event.
 - Empty values and values that are already redaction markers are left alone, so redacting twice
   changes nothing.
 - Cost: text holding no listed name as a quoted key (`"name"`, `\\"name\\"`) nor, when it has an
@@ -38,8 +49,9 @@ re-serializing. Decisions, made here on purpose:
 
 Not covered: a member split across two SSE `data:` lines, escaped key names inside JSON-in-a-
 string, JSON two strings deep, key names percent-encoded in a query, and strings inside an array
-held by a secret name (`"api_key": ["a", "b"]`); the defaults name no OAuth `code`, because
-JSON-RPC errors carry a numeric `code`.
+held by a secret name (`"api_key": ["a", "b"]`); the JSON defaults name no OAuth `code`,
+because JSON-RPC errors carry a numeric `code` (a request's query string does). The query list
+is not named in `capture_open`'s policy, whose schema has no field for it yet.
 """
 
 from __future__ import annotations
@@ -65,8 +77,15 @@ DEFAULT_HEADERS: tuple[str, ...] = (
     "cookie",
     "set-cookie",
     "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+    "authorization-token",
+    "*-token",
+    "*-api-key",
+    "*-secret",
 )
-"""Header names whose values are credentials (matched ignoring case)."""
+"""Header names whose values are credentials (matched ignoring case); `*-x` is a suffix."""
 
 DEFAULT_JSON_KEYS: tuple[str, ...] = (
     # OAuth 2.x (RFC 6749 §5.1, RFC 7591 §3.2.1, RFC 7636 §4.1, RFC 7523, RFC 8693)
@@ -101,11 +120,18 @@ DEFAULT_JSON_KEYS: tuple[str, ...] = (
     "cookie",
     "set-cookie",
     "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+    "authorization-token",
 )
 """JSON member names whose values are credentials (exact names, ignoring ASCII case)."""
 
-DEFAULT_QUERY_KEYS: tuple[str, ...] = DEFAULT_JSON_KEYS
-"""Query and form parameter names redacted; `Redactor` uses its `json_keys` for both."""
+DEFAULT_QUERY_KEYS: tuple[str, ...] = ("token", "key", "code", "apikey")
+"""Query parameter names redacted in a request target, beside the JSON key list."""
+
+# Header name patterns never apply to the protocol's own headers (module docstring).
+_PROTOCOL_HEADER = "mcp-"
 
 _MARKER = re.compile(r"\[redacted:[0-9a-f]{8}\]")
 # RFC 9110 §11.4: credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ]; auth-scheme = token
@@ -227,6 +253,7 @@ class Redactor:
         key: bytes | None = None,
         headers: Sequence[str] = DEFAULT_HEADERS,
         json_keys: Sequence[str] = DEFAULT_JSON_KEYS,
+        query_keys: Sequence[str] = DEFAULT_QUERY_KEYS,
     ) -> None:
         self._enabled = enabled
         self._key = key if key is not None else secrets.token_bytes(32)
@@ -234,7 +261,9 @@ class Redactor:
             raise ValueError("the redaction key must not be empty")
         self._headers = tuple(headers)
         self._json_keys = tuple(json_keys)
-        self._header_names = frozenset(h.lower() for h in self._headers)
+        self._header_names = frozenset(h.lower() for h in self._headers if h[:1] != "*")
+        self._header_suffixes = tuple(h[1:].lower() for h in self._headers if h[:1] == "*")
+        self._query_keys = tuple(query_keys)
         self._key_names = frozenset(k.lower() for k in self._json_keys)
         self._fragments = _fragments(self._key_names)
         self._escape_hint = _escape_hint(self._key_names)
@@ -254,7 +283,9 @@ class Redactor:
             re.compile(rf'{lead}(?P<key>{names})=(?P<v>[^&#"\s\\]*)') for lead in (r"\?", "&")
         )
         self._form = re.compile(rf'(?P<key>{names})=(?P<v>[^&#"\s\\]*)')
-        self._query_pair = re.compile(rf"[?&](?P<key>{names})=(?P<v>[^&#]*)")
+        query_names = self._key_names | {k.lower() for k in self._query_keys}
+        self._query_fragments = _fragments(query_names)
+        self._query_pair = re.compile(rf"[?&](?P<key>{_trie(query_names)})=(?P<v>[^&#]*)")
 
     @property
     def enabled(self) -> bool:
@@ -285,7 +316,9 @@ class Redactor:
         total = 0
         for name, value in headers:
             lower = name.lower()
-            if lower in self._header_names:
+            if lower in self._header_names or (
+                lower.endswith(self._header_suffixes) and not lower.startswith(_PROTOCOL_HEADER)
+            ):
                 value, count = self._mask(lower, value)
                 total += count
             out.append((name, value))
@@ -296,7 +329,7 @@ class Redactor:
         if not self._enabled or "?" not in path:
             return path, 0
         folded = _fold(path)
-        if not any(f in folded for f in self._fragments):
+        if not any(f in folded for f in self._query_fragments):
             return path, 0
         edits = [self._pair_edit(path, m) for m in self._query_pair.finditer(folded)]
         return _apply(path, [e for e in edits if e is not None])

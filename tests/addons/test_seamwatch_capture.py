@@ -7,14 +7,24 @@ byte and as they are written; the capture holds what passed.
 from __future__ import annotations
 
 import base64
+import contextlib
+import datetime
+import gzip
+import ipaddress
 import json
 import os
 import random
+import re
 import signal
+import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +32,7 @@ import httpx
 import pytest
 
 from addons.proxy import mitmdump_args
+from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
 from analyzer.sse import SseDecoder, decode_all
 from tests.support.origin import Origin, Script
@@ -248,8 +259,16 @@ def test_canary_secrets_never_reach_the_capture(tmp_path: Path) -> None:
             raw = client.get(proxy.url + "/gz", headers={"Accept-Encoding": "gzip"})
             assert raw.content == gz_part  # httpx decodes; the wire carried gzip
             client.post(
-                proxy.url + "/json?access_token=CANARY-QUERY-8",
+                proxy.url + "/json?access_token=CANARY-QUERY-8&token=CANARY-Q-T&key=CANARY-Q-K"
+                "&code=CANARY-Q-C",
                 content=b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"CANARY-PW-3"}}',
+                headers={
+                    "Api-Key": "CANARY-H-1",
+                    "X-Auth-Token": "CANARY-H-2",
+                    "X-Access-Token": "CANARY-H-3",
+                    "Authorization-Token": "CANARY-H-4",
+                    "X-Vendor-Secret": "CANARY-H-5",
+                },
             )
     blob = b"".join(p.read_bytes() for p in (tmp_path / "cap").iterdir())
     assert b"CANARY" not in blob
@@ -353,3 +372,200 @@ def test_a_stream_open_at_shutdown_is_recorded_as_such(tmp_path: Path) -> None:
     assert records[-1]["kind"] == "capture_close"
     recorded = b"".join(body(c) for c in of_kind(records, "chunk"))
     assert recorded == b"".join(parts[:2])
+
+
+def test_sse_sent_as_several_gzip_members_records_every_event(tmp_path: Path) -> None:
+    # RFC 1952 §2.2: each event its own gzip member is one valid gzip body; clients decode all.
+    parts = events(4)
+    writes = [gzip.compress(p) for p in parts]
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        origin.scripts["/mcp"] = Script(headers=[*SSE, ("Content-Encoding", "gzip")], writes=writes)
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream("GET", proxy.url + "/mcp", headers={"Accept-Encoding": "gzip"}) as r,
+        ):
+            assert b"".join(r.iter_raw()) == b"".join(writes)
+    records = read_records(tmp_path / "cap")
+    assert b"".join(body(c) for c in of_kind(records, "chunk")) == b"".join(parts)
+    (end,) = of_kind(records, "stream_end")
+    assert (end["how"], end["error"]) == ("complete", None)
+
+
+def test_a_secret_straddling_the_event_framing_cap_never_reaches_the_capture(
+    tmp_path: Path,
+) -> None:
+    # A 2 MiB event whose password value straddles offset 1 MiB, the plain framing cap.
+    pre = b'data: {"jsonrpc":"2.0","method":"x","params":{"s":"'
+    key = b'","password":"'
+    pad = (1 << 20) - len(pre) - len(key) - 8
+    event = pre + b"c" * pad + key + b"CANARYHD" + b"CANARYTAIL" + b'","z":"'
+    event += b"d" * (1 << 20) + b'"}}\n\n'
+    writes = [event[i : i + 65536] for i in range(0, len(event), 65536)]
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        origin.scripts["/mcp"] = Script(headers=SSE, writes=writes)
+        assert httpx.get(proxy.url + "/mcp", timeout=10).content == event
+    blob = b"".join(p.read_bytes() for p in (tmp_path / "cap").iterdir())
+    assert b"CANARY" not in blob
+    recorded = b"".join(body(c) for c in of_kind(read_records(tmp_path / "cap"), "chunk"))
+    (only,) = decode_all(recorded)  # redacted whole: one event, nothing withheld
+    assert json.loads(only.data)["params"]["password"].startswith("[redacted:")
+
+
+def self_signed(tmp_path: Path) -> ssl.SSLContext:
+    """A server TLS context with a fresh self-signed certificate for 127.0.0.1."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return context
+
+
+@contextmanager
+def tls_origin(context: ssl.SSLContext | None) -> Iterator[int]:
+    """A server on 127.0.0.1 that only does TLS handshakes (or, without a context, answers
+    like a plain HTTP server would to a ClientHello); yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)
+                if context is None:
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    context.wrap_socket(conn, server_side=True).close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+@pytest.mark.parametrize("upstream", ["self-signed certificate", "plain HTTP"])
+def test_a_failed_tls_handshake_with_the_upstream_is_recorded(
+    tmp_path: Path, upstream: str
+) -> None:
+    out = tmp_path / "cap"
+    with contextlib.ExitStack() as stack:
+        context = self_signed(tmp_path) if upstream == "self-signed certificate" else None
+        port = stack.enter_context(tls_origin(context))
+        proxy = stack.enter_context(run_proxy(f"https://127.0.0.1:{port}", out))
+        with httpx.Client(timeout=10) as client:
+            for _ in range(2):
+                assert client.post(proxy.url + "/mcp", content=b"{}").status_code == 502
+    records = read_records(out)
+    unreachable = of_kind(records, "server_unreachable")
+    assert len(unreachable) == 2
+    for record in unreachable:
+        RECORD_ADAPTER.validate_python(record)
+        assert record["upstream"] == f"127.0.0.1:{port}"
+        assert record["error"].startswith("TLS handshake failed: ")
+    if upstream == "self-signed certificate":
+        assert "certificate" in unreachable[0]["error"].lower()
+    # The analysis tells, as it does for a refused connection.
+    report = tmp_path / "report.json"
+    assert analyze_main(["analyze", str(out), "--format", "json", "--out", str(report)]) == 0
+    (finding,) = json.loads(report.read_text())["findings"]
+    assert finding["detector"] == "capture-health"
+    assert "2 connection(s) to the upstream failed" in finding["detail"]
+
+
+JSON = [("Content-Type", "application/json")]
+
+
+def test_a_json_body_cut_off_by_the_upstream_reaches_client_and_capture(tmp_path: Path) -> None:
+    head = b'{"jsonrpc":"2.0","id":1,"result":{"password":"CANARY-PW","pad":"' + b"e" * 100
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        # Content-Length promises both writes; the origin dies after the first.
+        origin.scripts["/mcp"] = Script(
+            headers=JSON, writes=[head, b"x" * 4000], chunked=False, die_after=1
+        )
+        got = b""
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream("POST", proxy.url + "/mcp", content=b"{}") as r,
+            pytest.raises(httpx.RemoteProtocolError),
+        ):
+            assert r.status_code == 200  # as the upstream said, not a proxy's 502
+            for piece in r.iter_raw():
+                got += piece
+        assert got == head  # what a direct client would have got
+        records = wait_for(tmp_path / "cap", "stream_end")
+    (response,) = of_kind(records, "response")
+    RECORD_ADAPTER.validate_python(response)
+    assert response["status"] == 200 and not response["streamed"]
+    before, after = head.split(b"CANARY-PW")
+    marker = rb"\[redacted:[0-9a-f]{8}\]"
+    assert re.fullmatch(re.escape(before) + marker + re.escape(after), body(response))
+    (end,) = of_kind(records, "stream_end")
+    assert end["how"] == "server_closed" and f"received {len(head)} bytes" in end["error"]
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+def test_a_json_body_streams_through_and_is_recorded_whole(tmp_path: Path, encoding: str) -> None:
+    payload = b'{"jsonrpc":"2.0","id":1,"result":{"items":[' + b'"item",' * 2000 + b"0]}}"
+    if encoding == "gzip":
+        comp = zlib.compressobj(wbits=31)
+        writes = [comp.compress(payload[:7000]) + comp.flush(zlib.Z_SYNC_FLUSH)]
+        writes += [comp.compress(payload[7000:]) + comp.flush()]
+        headers = [*JSON, ("Content-Encoding", "gzip")]
+    else:
+        writes, headers = [payload[:7000], payload[7000:]], JSON
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        origin.scripts["/mcp"] = Script(headers=headers, writes=writes, paced=True)
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream(
+                "POST", proxy.url + "/mcp", content=b"{}", headers={"Accept-Encoding": "gzip"}
+            ) as r,
+        ):
+            reader = Reader(r)
+            reader.until(writes[0])  # before the second write exists: not buffered
+            origin.step()
+            reader.until(b"".join(writes))
+        records = wait_for(tmp_path / "cap", "stream_end")
+    (response,) = of_kind(records, "response")
+    assert not response["streamed"] and "truncated_bytes" not in response["body"]
+    assert body(response) == payload  # content-decoded, as a buffered body was
+    assert not of_kind(records, "chunk")
+    (end,) = of_kind(records, "stream_end")
+    assert (end["how"], end["error"]) == ("complete", None)

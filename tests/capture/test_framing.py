@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.capture.framing import ContentDecoder, EventFramer
+from analyzer.capture.framing import ContentDecoder, EventFramer, Piece
 
 STREAM = (
     b"id: 1\ndata: one\n\n"
@@ -23,31 +23,38 @@ EVENTS = [
 ]
 
 
+def fed(framer: EventFramer, data: bytes) -> bytes:
+    """What `feed` hands out to record, joined (no piece withheld anything)."""
+    pieces = framer.feed(data)
+    assert all(p.withheld == 0 for p in pieces)
+    return b"".join(p.data for p in pieces)
+
+
 def test_framer_cuts_at_every_event_boundary_when_fed_whole_events() -> None:
     framer = EventFramer()
-    assert [framer.feed(e) for e in EVENTS] == EVENTS
-    assert framer.flush() == b""
+    assert [fed(framer, e) for e in EVENTS] == EVENTS
+    assert framer.flush() == Piece(b"")
 
 
 def test_framer_holds_an_incomplete_event_until_its_blank_line() -> None:
     framer = EventFramer()
-    assert framer.feed(b"id: 1\ndata: o") == b""
-    assert framer.feed(b"ne\n") == b""
-    assert framer.feed(b"\nid: 2\n") == b"id: 1\ndata: one\n\n"
-    assert framer.flush() == b"id: 2\n"
+    assert fed(framer, b"id: 1\ndata: o") == b""
+    assert fed(framer, b"ne\n") == b""
+    assert fed(framer, b"\nid: 2\n") == b"id: 1\ndata: one\n\n"
+    assert framer.flush() == Piece(b"id: 2\n")
 
 
 def test_framer_does_not_take_a_split_crlf_for_two_line_ends() -> None:
     framer = EventFramer()
     # "\r" then "\n" is one CRLF: no blank line yet.
-    assert framer.feed(b"data: x\r") == b""
-    assert framer.feed(b"\n") == b""
-    assert framer.feed(b"\r\n") == b"data: x\r\n\r\n"
+    assert fed(framer, b"data: x\r") == b""
+    assert fed(framer, b"\n") == b""
+    assert fed(framer, b"\r\n") == b"data: x\r\n\r\n"
 
 
 def test_framer_releases_an_oversized_event_at_the_cap() -> None:
     framer = EventFramer(cap=16)
-    assert framer.feed(b"data: " + b"x" * 20) == b"data: " + b"x" * 20
+    assert fed(framer, b"data: " + b"x" * 20) == b"data: " + b"x" * 20
     assert framer.pending == 0
 
 
@@ -56,8 +63,8 @@ def test_any_chunking_records_the_same_bytes_and_ends_on_boundaries(cuts: list[i
     framer = EventFramer()
     points = sorted(set(cuts))
     pieces = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)], strict=True)]
-    out = [framer.feed(p) for p in pieces]
-    assert b"".join(out) + framer.flush() == STREAM
+    out = [fed(framer, p) for p in pieces]
+    assert b"".join(out) + framer.flush().data == STREAM
     for chunk in filter(None, out):
         assert chunk.endswith((b"\n\n", b"\r\n\r\n", b"\r\r", b"\n\r\n", b"\r\n\n", b"\n\r"))
 
@@ -100,3 +107,80 @@ def test_decoder_reports_garbage_and_unknown_encodings() -> None:
     assert bad.decode(b"not gzip at all") == b""
     assert bad.failed and "content decoding failed" in bad.failed
     assert ContentDecoder("compress").failed == "unsupported content-encoding: compress"
+
+
+def test_decoder_reads_every_gzip_member_across_chunks_and_padding() -> None:
+    # RFC 1952 §2.2: a gzip body is a series of members; a streaming server may send each
+    # event as its own member, and pad with zero bytes as gzip(1) allows.
+    decoder = ContentDecoder("gzip")
+    members = [gzip.compress(e) for e in EVENTS]
+    raw = [members[0], members[1] + b"\0\0" + members[2][:7], members[2][7:] + members[3]]
+    assert b"".join(decoder.decode(r) for r in raw) == STREAM
+    assert decoder.failed is None
+
+
+def test_decoder_keeps_the_output_before_garbage_after_a_gzip_member() -> None:
+    decoder = ContentDecoder("gzip")
+    assert decoder.decode(gzip.compress(EVENTS[0]) + b"junk") == EVENTS[0]
+    assert decoder.failed is not None
+    assert "4 bytes after a gzip member" in decoder.failed
+
+
+@pytest.mark.parametrize(
+    ("encoding", "stream"),
+    [
+        ("deflate", zlib.compress(EVENTS[0])),
+        ("deflate", zlib.compress(EVENTS[0], wbits=-15)),
+        ("br", brotli.compress(EVENTS[0])),
+    ],
+)
+def test_decoder_reports_bytes_after_a_finished_stream(encoding: str, stream: bytes) -> None:
+    decoder = ContentDecoder(encoding)
+    assert decoder.decode(stream) == EVENTS[0]
+    assert decoder.decode(b"trailing") == b""
+    assert decoder.failed == (
+        f"content decoding failed: 8 bytes after the end of the {encoding} stream"
+    )
+
+
+def test_decoder_cap_holds_across_gzip_members() -> None:
+    decoder = ContentDecoder("gzip", cap=100)
+    out = decoder.decode(gzip.compress(b"x" * 60) + gzip.compress(b"y" * 60))
+    assert out == b"x" * 60 + b"y" * 40
+    assert decoder.capped
+
+
+def test_a_withholding_framer_keeps_the_head_and_counts_the_rest() -> None:
+    framer = EventFramer(cap=16, withhold=True)
+    event = b"data: " + b"x" * 30 + b"\n\n"
+    assert framer.feed(event[:20]) == []
+    assert framer.feed(event[20:34]) == []  # nothing past the head is handed out
+    assert framer.feed(event[34:] + EVENTS[0]) == [
+        Piece(b"data: " + b"x" * 10, 20),
+        Piece(b"\n\n" + EVENTS[0]),
+    ]
+    assert framer.pending == 0
+
+
+@pytest.mark.parametrize("split", [1, 2])
+def test_a_withholding_framer_finds_a_crlf_boundary_split_across_chunks(split: int) -> None:
+    framer = EventFramer(cap=8, withhold=True)
+    event = b"data: " + b"z" * 12 + b"\r\n\r\n"
+    tail = event[-4:]
+    assert framer.feed(event[:-4] + tail[:split]) == []
+    got = framer.feed(tail[split:] + b"data: ok\n\n")
+    assert got[0] == Piece(b"data: zz", 10)
+    assert b"".join(p.data for p in got[1:]) == b"\r\n\r\ndata: ok\n\n"
+
+
+def test_a_withholding_framer_flushes_a_cut_tail_with_its_count() -> None:
+    framer = EventFramer(cap=8, withhold=True)
+    assert framer.feed("data: €é and more".encode()) == []
+    # The head stops before a split UTF-8 sequence; the rest is withheld.
+    assert framer.flush() == Piece(b"data: ", len("€é and more".encode()))
+    assert framer.pending == 0
+    # Only an event that is still incomplete at the cap is cut: one that ends in the same
+    # chunk goes whole, whatever its size.
+    event = b"data: " + b"w" * 30 + b"\r\n\r\n"
+    assert framer.feed(event[:-1]) == [Piece(event[:-1])]  # "\r\n\r" ends it already
+    assert framer.feed(event[-1:] + EVENTS[0]) == [Piece(event[-1:] + EVENTS[0])]

@@ -1,3 +1,4 @@
+import gzip
 import json
 import zlib
 from typing import Any
@@ -9,6 +10,7 @@ from pydantic_core import to_json
 from analyzer.capture.recorder import Recorder, StreamTap, header_value, is_event_stream
 from analyzer.capture.redaction import Redactor
 from analyzer.records import RECORD_ADAPTER
+from analyzer.sse import decode_all
 
 
 class ListSink:
@@ -238,3 +240,120 @@ def test_feed_many_marks_the_decode_cap_where_feed_does() -> None:
         lines.append(sink.lines)
         assert [r.get("decompress_capped", False) for r in sink.records] == [False, True]
     assert lines[0] == lines[1]
+
+
+def big_event(size: int, secret_at: int) -> bytes:
+    """One SSE event of about `size` bytes whose password value starts at `secret_at`."""
+    head = b'id: 7\ndata: {"jsonrpc":"2.0","method":"x","params":{"s":"'
+    key = b'","password":"'
+    pad = secret_at - len(head) - len(key)
+    tail = b'","z":"' + b"d" * (size - secret_at) + b'"}}\n\n'
+    return head + b"c" * pad + key + b"HEADHEAD" + b"TAILSECRET" + tail
+
+
+def test_a_secret_straddling_the_cut_of_an_oversized_event_never_reaches_a_record() -> None:
+    event = big_event(300, secret_at=96)  # the cut at 100 falls inside the secret
+    tap, sink = stream_tap(redacted_event_cap=100)
+    stream = event + b"id: 8\ndata: after\n\n"
+    for i in range(0, len(stream), 16):
+        tap.feed(stream[i : i + 16], (0, 0))
+    tap.end("complete", at=(0, 0))
+    for r in sink.records:
+        RECORD_ADAPTER.validate_python(r)
+    blob = b"".join(sink.lines)
+    assert b"HEAD" not in blob and b"SECRET" not in blob and b"ddd" not in blob
+    head, *rest = [r for r in sink.records if r["kind"] == "chunk"]
+    assert head["data"]["text"].startswith('id: 7\ndata: {"jsonrpc"')
+    assert head["data"]["text"].endswith('"password":"[redacted:' + head["data"]["text"][-9:])
+    # The capture says how much of the event it withheld (all but the head's 100 bytes and
+    # the blank line), and the stream still parses.
+    assert head["data"]["truncated_bytes"] == len(event) - 2 - 100
+    assert all("truncated_bytes" not in r["data"] for r in rest)
+    assert "".join(r["data"]["text"] for r in rest) == "\n\nid: 8\ndata: after\n\n"
+    recorded = "".join(r["data"]["text"] for r in (head, *rest)).encode()
+    assert [e.id for e in decode_all(recorded)] == ["7", "8"]
+
+
+def test_an_oversized_event_cut_at_stream_end_is_an_unterminated_truncated_tail() -> None:
+    event = big_event(300, secret_at=96)
+    tap, sink = stream_tap(redacted_event_cap=100)
+    tap.feed(event[:200], (0, 0))
+    tap.end("server_closed", at=(0, 0))
+    (tail,) = [r for r in sink.records if r["kind"] == "chunk"]
+    assert tail["unterminated"] and tail["data"]["truncated_bytes"] == 100
+    assert b"SECRET" not in b"".join(sink.lines)
+
+
+def test_redacting_an_event_past_the_plain_cap_is_recorded_whole() -> None:
+    event = big_event(300, secret_at=96)
+    tap, sink = stream_tap(event_cap=100)  # the redacted cap (8 MiB) applies
+    for i in range(0, len(event), 16):
+        tap.feed(event[i : i + 16], (0, 0))
+    (chunk,) = sink.records
+    assert "truncated_bytes" not in chunk["data"]
+    assert chunk["data"]["text"].endswith('"}}\n\n') and "SECRET" not in chunk["data"]["text"]
+
+
+def test_only_a_redacting_capture_withholds_part_of_an_oversized_event() -> None:
+    event = big_event(300, secret_at=96)
+    tap, redacting = stream_tap(redacted_event_cap=100)
+    for i in range(0, len(event), 16):
+        tap.feed(event[i : i + 16], (0, 0))
+    head, end = redacting.records
+    assert head["data"]["truncated_bytes"] == len(event) - 102
+    assert end["data"] == {"text": "\n\n"}
+    # Without redaction nothing is withheld: the event is recorded in pieces, every byte.
+    sink = ListSink()
+    rec = Recorder(sink, Redactor(enabled=False), event_cap=100)
+    tap = rec.response(
+        "f",
+        status=200,
+        http_version="HTTP/1.1",
+        headers=[("Content-Type", "text/event-stream")],
+        upstream=None,
+        body=None,
+        streamed=True,
+    )
+    assert tap is not None
+    event = big_event(300, secret_at=96)
+    for i in range(0, len(event), 16):
+        tap.feed(event[i : i + 16], (0, 0))
+    chunks = [r for r in sink.records if r["kind"] == "chunk"]
+    assert len(chunks) > 1
+    assert b"".join(c["data"]["text"].encode() for c in chunks) == event
+
+
+def test_a_stream_of_gzip_members_records_every_event() -> None:
+    tap, sink = stream_tap("gzip")
+    events = [b"id: %d\ndata: x\n\n" % i for i in range(3)]
+    tap.feed_many([gzip.compress(e) for e in events], [0, 1, 2], 0)
+    tap.end("complete", at=(0, 0))
+    assert [r["data"]["text"].encode() for r in sink.records if r["kind"] == "chunk"] == events
+    assert sink.records[-1]["error"] is None
+
+
+def test_garbage_after_a_deflate_stream_is_reported_at_stream_end() -> None:
+    tap, sink = stream_tap("deflate")
+    tap.feed(zlib.compress(b"id: 1\ndata: x\n\n") + b"garbage", (0, 0))
+    tap.end("complete", at=(0, 0))
+    chunk, end = sink.records
+    assert chunk["data"]["text"] == "id: 1\ndata: x\n\n"
+    assert end["error"] == "content decoding failed: 7 bytes after the end of the deflate stream"
+
+
+def test_body_bytes_the_proxy_did_not_keep_add_to_truncated_bytes() -> None:
+    rec, sink = make(body_cap=4)
+    for body, dropped in ((b"abcdefgh", 100), (b"ab", 100)):
+        rec.response(
+            "f",
+            status=200,
+            http_version="HTTP/1.1",
+            headers=[],
+            upstream=None,
+            body=body,
+            streamed=False,
+            body_dropped=dropped,
+        )
+    first, second = (r["body"] for r in sink.records)
+    assert first == {"text": "abcd", "truncated_bytes": 104}
+    assert second == {"text": "ab", "truncated_bytes": 100}

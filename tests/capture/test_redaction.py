@@ -68,7 +68,41 @@ def test_headers_keep_order_duplicates_and_counts() -> None:
 
 def test_every_default_header_is_redacted() -> None:
     for name in DEFAULT_HEADERS:
+        name = name.replace("*", "X-Any")
         assert R.headers([(name.title(), "s3cret")]) == ([(name.title(), mark("s3cret"))], 1)
+
+
+def test_header_names_and_patterns_beyond_the_design_four() -> None:
+    secret = [
+        "Api-Key",
+        "X-Auth-Token",
+        "X-Access-Token",
+        "Authorization-Token",
+        "X-Csrf-Token",
+        "X-Amz-Security-Token",
+        "X-Goog-Api-Key",
+        "X-Client-Secret",
+    ]
+    kept = [
+        "Token",  # a pattern is a suffix after a dash, never a substring
+        "X-Tokens",
+        "X-Token-Count",
+        "X-Secretive",
+        "Mcp-Param-Token",  # the protocol's own: the analysis compares it with the body
+        "Mcp-Session-Id",
+    ]
+    out, count = R.headers([(name, "v-1") for name in secret + kept])
+    assert out == [(n, mark("v-1")) for n in secret] + [(n, "v-1") for n in kept]
+    assert count == len(secret)
+
+
+def test_custom_header_patterns() -> None:
+    r = Redactor(key=KEY, headers=["*-pin"])
+    assert r.headers([("X-Pin", "1"), ("X-Auth-Token", "2")]) == (
+        [("X-Pin", mark("1")), ("X-Auth-Token", "2")],
+        1,
+    )
+    assert r.policy()["headers"] == ["*-pin"]
 
 
 # -- JSON keys -----------------------------------------------------------------------------
@@ -249,7 +283,7 @@ def test_redacting_twice_changes_nothing() -> None:
         ("/mcp?session=1", "/mcp?session=1", 0),
         ("/mcp?access_token=abc", f"/mcp?access_token={mark('abc')}", 1),
         ("/mcp?a=1&API_KEY=k%20y&b=2", f"/mcp?a=1&API_KEY={mark('k y')}&b=2", 1),
-        ("/mcp?token=abc&progressToken=1", "/mcp?token=abc&progressToken=1", 0),
+        ("/mcp?token=abc&progressToken=1", f"/mcp?token={mark('abc')}&progressToken=1", 1),
         ("/mcp?my_password=x&password=", "/mcp?my_password=x&password=", 0),
         (
             "/sse?id_token=a&refresh_token=b",
@@ -269,6 +303,20 @@ def test_url_inside_json_and_form_body() -> None:
     expected = f"grant_type=refresh_token&refresh_token={mark('r1')}&client_secret={mark('c+1')}"
     assert R.text(form) == (expected, 2)
     assert R.text("password=p&x=1") == (f"password={mark('p')}&x=1", 1)
+    # The query-only names stay out of text: JSON-RPC carries `code` and `token` everywhere.
+    assert R.text("code=1&token=2") == ("code=1&token=2", 0)
+    assert R.text('{"u":"https://x/?key=k&token=t"}') == ('{"u":"https://x/?key=k&token=t"}', 0)
+
+
+def test_query_only_names_apply_to_the_request_target() -> None:
+    path = "/cb?Code=c1&state=s&KEY=k1&apikey=a1&tokens=1&my_key=2&zipcode=3"
+    expected = f"/cb?Code={mark('c1')}&state=s&KEY={mark('k1')}&apikey={mark('a1')}"
+    assert R.path(path) == (expected + "&tokens=1&my_key=2&zipcode=3", 3)
+
+
+def test_custom_query_keys() -> None:
+    r = Redactor(key=KEY, json_keys=["pin"], query_keys=["otp"])
+    assert r.path("/m?otp=1&pin=2&token=3") == (f"/m?otp={mark('1')}&pin={mark('2')}&token=3", 2)
 
 
 def test_a_secret_inside_a_secret_counts_once() -> None:
