@@ -799,6 +799,11 @@ class Normalizer:
         flow.chunks += 1
         if capped:
             flow.capped = True
+        withheld = data.get("truncated_bytes")
+        if withheld:
+            # Bytes of an oversized event that the proxy did not record (it redacts events
+            # whole, up to a bound): part of the response is not in the capture.
+            flow.response_truncated = (flow.response_truncated or 0) + withheld
         decoder = flow.decoder
         if decoder is None:
             decoder = flow.decoder = SseDecoder()

@@ -55,7 +55,7 @@ __all__ = [
 
 # Bumped whenever a normalized table changes shape or meaning: it is part of the cache key, so a
 # new analyzer never reads an old cache it would misunderstand.
-NORMALIZED_VERSION = 4
+NORMALIZED_VERSION = 5
 
 TS: pl.DataType = pl.Datetime("ns", "UTC")
 """Every timestamp: wall clock of the capturing proxy, ns since the epoch, UTC."""

@@ -86,6 +86,20 @@ def test_flow_row_collects_request_response_and_end() -> None:
     assert row["client_ip"] == "10.0.0.1"
 
 
+def test_bytes_withheld_from_chunks_count_as_a_truncated_response() -> None:
+    c = Capture()
+    f = c.request(body=req("tools/call", 7, name="t", arguments={}), headers=H)
+    c.response(f, sse=True)
+    c.chunk(f, sse(event({"x": 1}, id="a")), n=0)
+    c.chunk(f, 'data: {"cut', n=1)
+    c.records[-1]["data"]["truncated_bytes"] = 1000
+    c.chunk(f, '\n\ndata: {"cut', n=2)
+    c.records[-1]["data"]["truncated_bytes"] = 24
+    c.end(f)
+    row = normalize_records(c.records).flows.row(0, named=True)
+    assert row["response_truncated_bytes"] == 1024
+
+
 def test_messages_from_bodies_and_events_with_their_extracted_fields() -> None:
     c = Capture()
     init = req(

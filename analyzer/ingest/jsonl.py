@@ -288,13 +288,10 @@ def _check(record: object) -> str | None:
         if type(record.get(name)) is not expected:
             return "invalid_record"
     if kind == "chunk":
-        if (
-            not _body_ok(record["data"])
-            or record["data"] is None
-            or not 0 <= record["n"] <= 0x7FFF_FFFF
-        ):
+        data = record["data"]
+        if not _body_ok(data) or data is None or not 0 <= record["n"] <= 0x7FFF_FFFF:
             return "invalid_record"
-        return None
+        return None if data.get("truncated_bytes") is None else _truncated_problem(data)
     for name in _OPTIONAL_TEXT.get(record["kind"], ()):  # a str, as `required` was found
         value = record.get(name)
         if value is not None and type(value) is not str:
@@ -305,15 +302,19 @@ def _check(record: object) -> str | None:
             return "invalid_record"
         if kind == "response" and not -INT32_END <= record["status"] < INT32_END:
             return "invalid_record"
-        if body is not None:
-            truncated = body.get("truncated_bytes")
-            if truncated is not None and (
-                type(truncated) is not int or not 0 <= truncated < INT64_END
-            ):
-                return "invalid_record"
+        if body is not None and _truncated_problem(body) is not None:
+            return "invalid_record"
     elif kind == "stream_end" and record["how"] not in _HOW:
         return "invalid_record"
     return None
+
+
+def _truncated_problem(body: dict[str, Any]) -> str | None:
+    """A body's (or chunk's) `truncated_bytes`, when present, must be a count in Int64."""
+    truncated = body.get("truncated_bytes")
+    if truncated is None or (type(truncated) is int and 0 <= truncated < INT64_END):
+        return None
+    return "invalid_record"
 
 
 def _text_ok(value: object) -> bool:

@@ -102,6 +102,17 @@ def replayed_on_get_incarnation(c: Capture) -> None:
     resume(c, TS_ID, [event(res(4, content=[]), id=f"{UUID}_1750000000002_x")])
 
 
+def withheld_event(c: Capture) -> None:
+    """The proxy kept only the head of an oversized result event (it redacts events whole, up
+    to a bound) and counted the rest: the response is in the bytes not captured."""
+    initialized(c)
+    f = c.request(body=req("tools/call", 9, name="t", arguments={}), headers=S1)
+    c.response(f, sse=True)
+    c.chunk(f, 'id: e1\ndata: {"jsonrpc":"2.0","id":9,"result":{"content":[{"text":"xx\n\n', n=0)
+    c.records[-1]["data"]["truncated_bytes"] = 9_000_000
+    c.end(f, "complete")
+
+
 def answered_in_json_and_on_get(c: Capture) -> None:
     """Clean: one request answered in a JSON body, one 202 answered on the GET stream."""
     initialized(c)
@@ -121,6 +132,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
     (sessionless_completed_without_response, [("high", ["3"])]),
     (still_open_at_capture_end, [("info", ["5"])]),
     (torn_tail, [("info", ["8"])]),
+    (withheld_event, [("info", ["9"])]),
     (cancelled, []),
     (sessionless_client_closed, []),
     (listen, []),

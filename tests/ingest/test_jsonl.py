@@ -386,9 +386,9 @@ def test_fast_lane_reads_what_the_full_path_reads(
     full_report, full_out = _read(tmp_path / "full", data)
     assert fast_report.counts == full_report.counts
     assert fast_report.records == full_report.records
-    # Invalid: a float seq, no base64. Duplicates: the n=2 resend, and each chunk line copied
-    # (6) but the one with a float seq.
-    assert (fast_report.counts["invalid_record"], fast_report.counts["duplicate_record"]) == (2, 6)
+    # Invalid: a float seq, a truncated_bytes past Int64, no base64. Duplicates: the n=2
+    # resend, and each chunk line copied (6) but the two invalid ones.
+    assert (fast_report.counts["invalid_record"], fast_report.counts["duplicate_record"]) == (3, 5)
     for table in ("flows", "events", "messages", "payloads"):
         fast_frame = pl.read_parquet(sorted(fast_out.glob(f"{table}-*.parquet")))
         full_frame = pl.read_parquet(sorted(full_out.glob(f"{table}-*.parquet")))
@@ -396,10 +396,12 @@ def test_fast_lane_reads_what_the_full_path_reads(
 
 
 def _with(line: bytes, field: str, value: Any) -> bytes:
-    """The record on `line` with `field` (`body.x` for a body's member) set to `value`."""
+    """The record on `line` with `field` (`body.x`, `data.x` for a member of those) set to
+    `value`."""
     record = json.loads(line)
-    if field.startswith("body."):
-        record["body"][field[5:]] = value
+    outer, dot, inner = field.partition(".")
+    if dot:
+        record[outer][inner] = value
     else:
         record[field] = value
     return json.dumps(record).encode()  # big ints exact, lone surrogates as \\u escapes
@@ -421,6 +423,8 @@ def _read_with(tmp_path: Path, index: int, field: str, value: Any) -> tuple[Inpu
         (6, "ts_ns", -(2**63) - 1),
         (6, "n", 2**31),
         (6, "n", -1),
+        (6, "data.truncated_bytes", -1),  # the fast lane too
+        (6, "data.truncated_bytes", "12"),
         (3, "seq", 99999999999999999999999),
         (3, "ts_ns", 10**23),
         (4, "status", 2**31),
