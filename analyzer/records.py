@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 0
+SCHEMA_MINOR = 1  # 1.1: `redaction.query_keys`
 SCHEMA = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 StreamEndHow = Literal["complete", "client_closed", "server_closed", "error", "open_at_shutdown"]
@@ -59,6 +59,7 @@ class RedactionPolicy(BaseModel):
     key_id: str | None = None
     headers: list[str] = []
     json_keys: list[str] = []
+    query_keys: list[str] = []  # request-target query names redacted beside json_keys (1.1)
 
 
 class CaptureOpen(_Record):

@@ -51,7 +51,7 @@ Not covered: a member split across two SSE `data:` lines, escaped key names insi
 string, JSON two strings deep, key names percent-encoded in a query, and strings inside an array
 held by a secret name (`"api_key": ["a", "b"]`); the JSON defaults name no OAuth `code`,
 because JSON-RPC errors carry a numeric `code` (a request's query string does). The query list
-is not named in `capture_open`'s policy, whose schema has no field for it yet.
+is named in `capture_open`'s policy (`query_keys`, schema 1.1).
 """
 
 from __future__ import annotations
@@ -295,12 +295,19 @@ class Redactor:
     def policy(self) -> dict[str, object]:
         """The `redaction` field of `capture_open` (`records.RedactionPolicy`)."""
         if not self._enabled:
-            return {"enabled": False, "key_id": None, "headers": [], "json_keys": []}
+            return {
+                "enabled": False,
+                "key_id": None,
+                "headers": [],
+                "json_keys": [],
+                "query_keys": [],
+            }
         return {
             "enabled": True,
             "key_id": hashlib.sha256(self._key).hexdigest()[:8],
             "headers": list(self._headers),
             "json_keys": list(self._json_keys),
+            "query_keys": list(self._query_keys),
         }
 
     def marker(self, secret: str) -> str:

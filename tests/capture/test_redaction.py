@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.capture.redaction import DEFAULT_HEADERS, DEFAULT_JSON_KEYS, Redactor
+from analyzer.capture.redaction import (
+    DEFAULT_HEADERS,
+    DEFAULT_JSON_KEYS,
+    DEFAULT_QUERY_KEYS,
+    Redactor,
+)
 from analyzer.records import RedactionPolicy
 
 KEY = b"k" * 32
@@ -333,7 +338,9 @@ def test_policy_validates_and_names_the_key() -> None:
     assert policy.key_id == hashlib.sha256(KEY).hexdigest()[:8]
     assert policy.headers == list(DEFAULT_HEADERS)
     assert policy.json_keys == list(DEFAULT_JSON_KEYS)
+    assert policy.query_keys == list(DEFAULT_QUERY_KEYS)
     assert KEY.hex() not in json.dumps(R.policy())
+    assert RedactionPolicy.model_validate(Redactor(enabled=False).policy()).query_keys == []
 
 
 def test_disabled_passes_everything() -> None:
