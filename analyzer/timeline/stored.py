@@ -114,12 +114,8 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
             data = (folder / f"{name}.parquet").read_bytes()
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ValueError(f"{name}: damaged")
-            if spill_dir is not None and rows >= scan_from and name not in IN_MEMORY:
-                own = spill_dir / f"stored-{name}.parquet"
-                own.write_bytes(data)
-                frames[name] = pl.scan_parquet(own)
-            else:
-                frames[name] = pl.read_parquet(io.BytesIO(data)).lazy()
+            large = rows >= scan_from and name not in IN_MEMORY
+            frames[name] = _taken(name, data, spill_dir if large else None)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
         # Sets are renamed into place whole: this one is damaged. Stored again next time.
         _discard(folder)
@@ -127,6 +123,20 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
     with contextlib.suppress(OSError):
         os.utime(folder)  # recently used: kept by the pruning
     return frames
+
+
+def _taken(name: str, data: bytes, spill_dir: Path | None) -> pl.LazyFrame:
+    """A stored frame's checked bytes as a frame of this analysis: a scan of its own copy in
+    `spill_dir`, else (or when that copy cannot be written) in memory."""
+    if spill_dir is not None:
+        own = spill_dir / f"stored-{name}.parquet"
+        try:
+            own.write_bytes(data)
+        except OSError:
+            pass  # no room for the copy: the frame is held in memory instead
+        else:
+            return pl.scan_parquet(own)
+    return pl.read_parquet(io.BytesIO(data)).lazy()
 
 
 class Writer:
