@@ -129,17 +129,17 @@ def test_stream_tap_records_decoded_whole_events_and_the_tail() -> None:
     )
 
 
+def plain_response(rec: Recorder, body: bytes, **extra: Any) -> None:
+    """A non-streamed 200 of `body` (`extra`: more arguments of `Recorder.response`)."""
+    rec.response(
+        "f", status=200, http_version="HTTP/1.1", headers=[], upstream=None, body=body,
+        streamed=False, **extra,
+    )  # fmt: skip
+
+
 def test_a_body_over_the_cap_keeps_its_head() -> None:
     rec, sink = make(body_cap=4)
-    rec.response(
-        "f",
-        status=200,
-        http_version="HTTP/1.1",
-        headers=[],
-        upstream=None,
-        body=b"abcdefgh",
-        streamed=False,
-    )
+    plain_response(rec, b"abcdefgh")
     assert sink.records[0]["body"] == {"text": "abcd", "truncated_bytes": 4}
 
 
@@ -344,16 +344,7 @@ def test_garbage_after_a_deflate_stream_is_reported_at_stream_end() -> None:
 def test_body_bytes_the_proxy_did_not_keep_add_to_truncated_bytes() -> None:
     rec, sink = make(body_cap=4)
     for body, dropped in ((b"abcdefgh", 100), (b"ab", 100)):
-        rec.response(
-            "f",
-            status=200,
-            http_version="HTTP/1.1",
-            headers=[],
-            upstream=None,
-            body=body,
-            streamed=False,
-            body_dropped=dropped,
-        )
+        plain_response(rec, body, body_dropped=dropped)
     first, second = (r["body"] for r in sink.records)
     assert first == {"text": "abcd", "truncated_bytes": 104}
     assert second == {"text": "ab", "truncated_bytes": 100}
