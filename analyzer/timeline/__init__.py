@@ -126,14 +126,13 @@ class _Spill:
         self, name: str, plan: pl.LazyFrame, engine: _Engine = _SMALL, *, spill: bool = True
     ) -> pl.LazyFrame:
         frame = plan.collect(engine=engine)
-        stored_bytes = self._writer.put(name, frame) if self._writer is not None else None
+        stored_file = self._writer.put(name, frame) if self._writer is not None else None
         kept = frame.lazy()
         if spill and self._dir is not None and frame.height >= _SPILL_ROWS:
             path = self._dir / f"{name}.parquet"
-            if stored_bytes is None:
+            # The stored file, linked or copied (the staging folder goes at commit); else written.
+            if stored_file is None or not stored.copy(stored_file, path):
                 frame.write_parquet(path, compression="lz4", statistics=False)
-            else:
-                path.write_bytes(stored_bytes)  # the same file: written once
             kept = pl.scan_parquet(path)
         self.kept[name] = kept
         return kept

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -45,7 +44,7 @@ import analyzer.ingest
 import analyzer.schema
 from analyzer.cache import CACHE_DIR
 
-__all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "read", "target"]
+__all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "copy", "read", "target"]
 
 STORED: Final = (
     "placement",
@@ -111,11 +110,14 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
             raise ValueError("another key")
         for name in STORED:
             rows, digest = int(manifest["rows"][name]), str(manifest["sha256"][name])
-            data = (folder / f"{name}.parquet").read_bytes()
-            if hashlib.sha256(data).hexdigest() != digest:
+            path = folder / f"{name}.parquet"
+            if _digest(path) != digest:
                 raise ValueError(f"{name}: damaged")
-            large = rows >= scan_from and name not in IN_MEMORY
-            frames[name] = _taken(name, data, spill_dir if large else None)
+            own = spill_dir / f"stored-{name}.parquet" if spill_dir is not None else None
+            if own is not None and rows >= scan_from and name not in IN_MEMORY and copy(path, own):
+                frames[name] = pl.scan_parquet(own)
+            else:  # small, or no room for a copy: in memory
+                frames[name] = pl.read_parquet(path).lazy()
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
         # Sets are renamed into place whole: this one is damaged. Stored again next time.
         _discard(folder)
@@ -125,18 +127,22 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
     return frames
 
 
-def _taken(name: str, data: bytes, spill_dir: Path | None) -> pl.LazyFrame:
-    """A stored frame's checked bytes as a frame of this analysis: a scan of its own copy in
-    `spill_dir`, else (or when that copy cannot be written) in memory."""
-    if spill_dir is not None:
-        own = spill_dir / f"stored-{name}.parquet"
+def copy(source: Path, target: Path) -> bool:
+    """`target` made the same file as `source` (a hard link, else a copy); False if it could not
+    be (no room). The copy is the caller's: whatever becomes of `source` afterwards."""
+    try:
+        os.link(source, target)
+    except OSError:
         try:
-            own.write_bytes(data)
+            shutil.copyfile(source, target)
         except OSError:
-            pass  # no room for the copy: the frame is held in memory instead
-        else:
-            return pl.scan_parquet(own)
-    return pl.read_parquet(io.BytesIO(data)).lazy()
+            return False
+    return True
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class Writer:
@@ -159,23 +165,22 @@ class Writer:
             return None
         return Writer(folder, staging)
 
-    def put(self, name: str, frame: pl.DataFrame) -> bytes | None:
-        """Write one frame; its Parquet bytes (None once the set has failed)."""
+    def put(self, name: str, frame: pl.DataFrame) -> Path | None:
+        """Write one frame; its file in the staging folder, until `commit` (None once the set
+        has failed)."""
         if self.failed:
             return None
+        path = self.staging / f"{name}.parquet"
         try:
-            buffer = io.BytesIO()
-            frame.write_parquet(buffer, compression="lz4", statistics=False)
-            data = buffer.getvalue()
-            path = self.staging / f"{name}.parquet"
-            path.write_bytes(data)
+            frame.write_parquet(path, compression="lz4", statistics=False)
             os.chmod(path, 0o600)
+            digest = _digest(path)
         except (OSError, pl.exceptions.PolarsError):
             self.abandon()
             return None
         self.rows[name] = frame.height
-        self.digests[name] = hashlib.sha256(data).hexdigest()
-        return data
+        self.digests[name] = digest
+        return path
 
     def commit(self) -> bool:
         """Publish the set; False (and nothing left behind) when it failed or another analysis
