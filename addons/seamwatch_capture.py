@@ -28,7 +28,7 @@ if _ROOT not in sys.path:
 from analyzer import __version__  # noqa: E402
 from analyzer.capture.framing import ContentDecoder  # noqa: E402
 from analyzer.capture.pipeline import CaptureClient  # noqa: E402
-from analyzer.capture.recorder import is_event_stream  # noqa: E402
+from analyzer.capture.recorder import DEFAULT_BODY_CAP, is_event_stream  # noqa: E402
 from analyzer.capture.writer import CaptureError  # noqa: E402
 from analyzer.records import SCHEMA, StreamEndHow  # noqa: E402
 
@@ -199,7 +199,12 @@ class SeamwatchCapture:
             # mitmproxy buffered it after all (no body, or another addon's choice).
             return flow.response.get_content(strict=False), 0
         ce = flow.response.headers.get("content-encoding")
-        return _decoded(bytes(kept.raw), ce, broken=broken), kept.dropped
+        body = _decoded(bytes(kept.raw), ce, broken=broken)
+        if len(body) <= DEFAULT_BODY_CAP:
+            return body, kept.dropped
+        # The record keeps this much (the rest counts in truncated_bytes): only that crosses
+        # the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory whole).
+        return body[:DEFAULT_BODY_CAP], kept.dropped + len(body) - DEFAULT_BODY_CAP
 
     def request(self, flow: http.HTTPFlow) -> None:
         if self.client is None:

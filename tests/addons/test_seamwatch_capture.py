@@ -569,3 +569,16 @@ def test_a_json_body_streams_through_and_is_recorded_whole(tmp_path: Path, encod
     assert not of_kind(records, "chunk")
     (end,) = of_kind(records, "stream_end")
     assert (end["how"], end["error"]) == ("complete", None)
+
+
+def test_a_body_past_the_record_cap_keeps_its_head_and_counts_the_rest(tmp_path: Path) -> None:
+    payload = b'{"jsonrpc":"2.0","id":1,"result":{"text":"' + b"x" * (9 << 20) + b'"}}'
+    with Origin() as origin, run_proxy(origin.url, tmp_path / "cap") as proxy:
+        origin.scripts["/mcp"] = Script(headers=JSON, writes=[payload])
+        with httpx.Client(timeout=30) as client:
+            got = client.post(proxy.url + "/mcp", content=b"{}").content
+        records = wait_for(tmp_path / "cap", "stream_end")
+    assert got == payload  # the client gets it all
+    (response,) = of_kind(records, "response")
+    assert body(response) == payload[: 8 << 20]
+    assert response["body"]["truncated_bytes"] == len(payload) - (8 << 20)
