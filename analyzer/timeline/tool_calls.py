@@ -7,10 +7,13 @@ call; in 2026 (sessionless) traffic only one carried by the call's own exchange 
 MRTR leg: params carry `inputResponses` or `requestState`, or the previous call of the same
 tool with the same arguments in the session got an InputRequiredResult.
 
-Annotations: from the latest `tools/list` result of the same server (authority + path of the
-endpoint the list was requested from) anywhere in the capture. A listed tool gets the spec's
-defaults for hints it does not set (readOnly false, destructive true, idempotent false,
-openWorld true); a tool no captured list names has null hints and `tool_listed` false.
+Annotations: from the `tools/list` result of the same server (authority + path of the endpoint
+the list was requested from) in force at the call: the latest one at or before it, else (a
+client that listed later, or in another capture) the latest anywhere in the capture. A server
+may change a tool's annotations mid-session (`notifications/tools/list_changed`): calls made
+while it was listed read-only stay read-only. A listed tool gets the spec's defaults for hints
+it does not set (readOnly false, destructive true, idempotent false, openWorld true); a tool no
+captured list names has null hints and `tool_listed` false.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ RPC_COLUMNS = ("session_id", "stream_id", "flow_id", "incarnation", "ts", "seq",
 _SESSIONLESS = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (pl.col("era") >= "2026-")
 
 
-def _annotations(
-    tools: pl.LazyFrame, *, keyed: pl.LazyFrame, messages: pl.LazyFrame
-) -> pl.LazyFrame:
-    """(server, tool_name) -> hints of the latest listing."""
+_HINTS = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
+
+
+def _listings(tools: pl.LazyFrame, *, keyed: pl.LazyFrame, messages: pl.LazyFrame) -> pl.LazyFrame:
+    """Every listing of a tool: server, tool_name, ts, seq and its hints."""
     requests = (
         messages.filter(
             (pl.col("direction") == "c2s")
@@ -66,19 +70,33 @@ def _annotations(
             how="left",
         )
         .join(requests, on=["session_id", "rpc_id"], how="left")
-        .with_columns(pl.coalesce("_req_server", "_server").alias("server"))
-        .group_by("server", "tool_name")
-        .agg(
-            pl.col(c).sort_by("ts", "seq").last()
-            for c in (
-                "annotated",
-                "read_only_hint",
-                "destructive_hint",
-                "idempotent_hint",
-                "open_world_hint",
-            )
+        .select(pl.coalesce("_req_server", "_server").alias("server"), "tool_name", "ts", "seq",
+                *_HINTS)
+    )  # fmt: skip
+
+
+def _annotated(calls: pl.LazyFrame, listings: pl.LazyFrame) -> pl.LazyFrame:
+    """`calls` with the hints in force at each (`_HINTS`) and `tool_listed`, row for row."""
+    key = ["server", "tool_name"]
+    latest = listings.group_by(key).agg(pl.col(c).sort_by("ts", "seq").last() for c in _HINTS)
+    before = pl.col("_before").fill_null(False)
+    return (
+        calls.sort("ts")
+        .join_asof(
+            listings.drop_nulls(key)
+            .sort("ts", "seq")
+            .select(*key, "ts", *_HINTS, pl.lit(True).alias("_before")),
+            on="ts",
+            by=key,
+            strategy="backward",  # the latest listing at or before the call
+            check_sortedness=False,  # both sorted by ts just above
         )
-        .with_columns(pl.lit(True).alias("tool_listed"))
+        .join(latest, on=key, how="left", suffix="_latest")
+        .with_columns(
+            *(pl.when(before).then(c).otherwise(f"{c}_latest").alias(c) for c in _HINTS),
+            (before | pl.col("annotated_latest").is_not_null()).alias("tool_listed"),
+        )
+        .drop("_before", *(f"{c}_latest" for c in _HINTS))
     )
 
 
@@ -193,11 +211,7 @@ def tool_calls(
     return (
         calls.join(matched, on=["flow_id", "request_id"], how="left")
         .join(cancels, on=["session_id", "request_id"], how="left")
-        .join(
-            _annotations(tools, keyed=keyed, messages=messages),
-            on=["server", "tool_name"],
-            how="left",
-        )
+        .pipe(_annotated, _listings(tools, keyed=keyed, messages=messages))
         .with_columns(
             outcome.cast(S.OUTCOME).alias("first_outcome"),
             pl.col("result_flow_id").is_not_null().alias("result_delivered"),

@@ -287,6 +287,15 @@ def one_call_replayed_correctly(c: Capture) -> None:
     _call(c, "S1", 2, arguments={"card": "4242", "amount": 1})
 
 
+def read_only_repeat_then_annotations_change(c: Capture) -> None:
+    """A read-only repeat; later the server lists the tool as destructive (list_changed), and
+    the tool is not called again: the calls were made while it was read-only."""
+    _init(c, "S1")
+    _call(c, "S1", 1, name="balance", arguments={})
+    _call(c, "S1", 2, name="balance", arguments={})
+    _list(c, "S1", tools=[{"name": "balance", "annotations": {"destructiveHint": True}}])
+
+
 CLEAN: dict[str, Callable[[Capture], None]] = {
     "read-only tool retried": read_only_retry,
     "MRTR legs": mrtr_legs_2026,
@@ -298,6 +307,7 @@ CLEAN: dict[str, Callable[[Capture], None]] = {
     "another client's next session": another_client_in_the_next_session,
     "two sessions later": two_sessions_later,
     "a broken call resumed, not re-issued": one_call_replayed_correctly,
+    "read-only when called, side-effecting later": read_only_repeat_then_annotations_change,
 }
 
 

@@ -102,7 +102,7 @@ def test_mrtr_legs_by_params_or_by_an_input_required_predecessor() -> None:
     ]
 
 
-def test_annotations_from_the_latest_list_of_the_server_anywhere() -> None:
+def test_annotations_in_force_at_the_call_else_from_the_latest_list_anywhere() -> None:
     c = Capture()
     old = c.request(body=req("tools/list", 1), headers=S1)
     c.response(old, body=res(1, tools=[{"name": "ro", "annotations": {"readOnlyHint": False}}]))
@@ -123,7 +123,8 @@ def test_annotations_from_the_latest_list_of_the_server_anywhere() -> None:
         timeline.tool_calls, "tool_name", "tool_listed", "annotated", "read_only_hint",
         "destructive_hint", "idempotent_hint", "open_world_hint", "cancelled", "server",
     ) == [
-        ("ro", True, True, True, True, False, True, False, "mcp.test:9000/mcp"),
+        # listed before the call (not read-only), and read-only only in a later list
+        ("ro", True, True, False, True, False, True, False, "mcp.test:9000/mcp"),
         ("plain", True, False, False, True, False, True, False, "mcp.test:9000/mcp"),
         ("idem", True, True, False, False, True, True, False, "mcp.test:9000/mcp"),
         ("ghost", False, None, None, None, None, None, True, "mcp.test:9000/mcp"),
