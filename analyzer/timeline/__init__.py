@@ -131,7 +131,7 @@ class _Spill:
         if spill and self._dir is not None and frame.height >= _SPILL_ROWS:
             path = self._dir / f"{name}.parquet"
             # The stored file, linked or copied (the staging folder goes at commit); else written.
-            if stored_file is None or not stored.copy(stored_file, path):
+            if stored_file is None or not stored.link_or_copy(stored_file, path):
                 frame.write_parquet(path, compression="lz4", statistics=False)
             kept = pl.scan_parquet(path)
         self.kept[name] = kept

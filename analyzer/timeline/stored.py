@@ -44,7 +44,7 @@ import analyzer.ingest
 import analyzer.schema
 from analyzer.cache import CACHE_DIR
 
-__all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "copy", "read", "target"]
+__all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "link_or_copy", "read", "target"]
 
 STORED: Final = (
     "placement",
@@ -114,7 +114,12 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
             if _digest(path) != digest:
                 raise ValueError(f"{name}: damaged")
             own = spill_dir / f"stored-{name}.parquet" if spill_dir is not None else None
-            if own is not None and rows >= scan_from and name not in IN_MEMORY and copy(path, own):
+            if (
+                own is not None
+                and rows >= scan_from
+                and name not in IN_MEMORY
+                and link_or_copy(path, own)
+            ):
                 frames[name] = pl.scan_parquet(own)
             else:  # small, or no room for a copy: in memory
                 frames[name] = pl.read_parquet(path).lazy()
@@ -127,7 +132,7 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
     return frames
 
 
-def copy(source: Path, target: Path) -> bool:
+def link_or_copy(source: Path, target: Path) -> bool:
     """`target` made the same file as `source` (a hard link, else a copy); False if it could not
     be (no room). The copy is the caller's: whatever becomes of `source` afterwards."""
     try:
