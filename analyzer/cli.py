@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
-import ipaddress
 import os
-import re
 import socket
 import sys
 from collections.abc import Sequence
@@ -33,7 +30,6 @@ def _listen(value: str) -> tuple[str, int]:
 
 
 _UPSTREAM_FORM = "expected scheme://host[:port]"
-_HOST_LABEL = re.compile(r"[A-Za-z0-9_-]{1,63}")
 
 
 def _upstream(value: str) -> str:
@@ -63,24 +59,13 @@ def _upstream(value: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{_UPSTREAM_FORM}, got {value!r}: the proxy forwards every path; drop {rest!r}"
         )
+    from mitmproxy.net.check import is_valid_host  # what its reverse mode checks the host with
+
     host = parts.hostname  # in lower case
-    if not _is_host(host):
+    if not is_valid_host(host):
         raise argparse.ArgumentTypeError(f"{host!r} in {value!r} is not a host name")
     origin = f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
     return origin if port is None else f"{origin}:{port}"
-
-
-def _is_host(host: str) -> bool:
-    """A DNS name (IDNA, `_` allowed) or an IP address, as mitmproxy's reverse mode checks."""
-    with contextlib.suppress(ValueError):
-        ipaddress.ip_address(host)
-        return True
-    try:
-        name = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return False
-    labels = name.removesuffix(".").split(".")
-    return len(name) <= 255 and all(_HOST_LABEL.fullmatch(label) for label in labels)
 
 
 def _check_listen(host: str, port: int) -> None:
