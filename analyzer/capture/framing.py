@@ -194,9 +194,7 @@ class EventFramer:
             # The carry was counted as withheld; the boundary and what follows are not.
             withheld = self._withheld - len(self._carry) + m.start()
             pieces.append(Piece(bytes(self._pending), withheld))
-            self._pending.clear()
-            self._scanned = 0
-            self._cutting, self._withheld, self._carry = False, 0, b""
+            self._restart()
             data = scan[m.start() :]
         if not self._pending and data.endswith((b"\n\n", b"\n\r\n")):
             # The common case: servers write whole events. A final LF after another line end
@@ -237,10 +235,14 @@ class EventFramer:
     def flush(self) -> Piece:
         """The unterminated tail at stream end (a cut event's head, with its withheld count)."""
         out = Piece(bytes(self._pending), self._withheld)
+        self._restart()
+        return out
+
+    def _restart(self) -> None:
+        """Nothing held back: the next byte begins an event."""
         self._pending.clear()
         self._scanned = 0
         self._cutting, self._withheld, self._carry = False, 0, b""
-        return out
 
     @property
     def pending(self) -> int:

@@ -185,11 +185,7 @@ class StreamTap:
         self, data: bytes, *, unterminated: bool, at: Stamp | None, withheld: int = 0
     ) -> None:
         rec = self.recorder
-        if rec.redactor.enabled and data:
-            text, count = rec.redactor.text(data.decode("utf-8", "surrogateescape"))
-            if count:
-                data = text.encode("utf-8", "surrogateescape")
-                rec.sink.count_redacted(count)
+        data = rec.redacted(data)
         record = _stamp("chunk", at)
         record["flow"] = self.flow
         record["n"] = self.n
@@ -233,15 +229,20 @@ class Recorder:
             self.sink.count_redacted(count)
         return out
 
+    def redacted(self, data: bytes) -> bytes:
+        """Bytes of a body or of SSE events with their credentials redacted (and counted)."""
+        if not self.redactor.enabled or not data:
+            return data
+        text, count = self.redactor.text(data.decode("utf-8", "surrogateescape"))
+        if not count:
+            return data
+        self.sink.count_redacted(count)
+        return text.encode("utf-8", "surrogateescape")
+
     def _body(self, body: bytes | None, dropped: int = 0) -> dict[str, object] | None:
         if body is None:
             return None
-        if self.redactor.enabled and body:
-            text, count = self.redactor.text(body.decode("utf-8", "surrogateescape"))
-            if count:
-                body = text.encode("utf-8", "surrogateescape")
-                self.sink.count_redacted(count)
-        out = body_from_bytes(body, self.body_cap)
+        out = body_from_bytes(self.redacted(body), self.body_cap)
         if dropped:
             cut = out.get("truncated_bytes")
             out["truncated_bytes"] = (cut if isinstance(cut, int) else 0) + dropped
