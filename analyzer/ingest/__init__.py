@@ -255,6 +255,7 @@ def _report_from(entry: CacheEntry, path: Path) -> InputReport:
     """The input report an entry holds, for `path` as given now (the entry may have been made
     for the same files under another path: a symlink, a relative or absolute one)."""
     data = entry.manifest.get("report", {})
+    folder = path if path.is_dir() else None  # else a single file, the input itself
     counts = Counter({str(k): int(v) for k, v in dict(data.get("counts", {})).items()})
     report = InputReport(
         path=str(path),
@@ -263,8 +264,6 @@ def _report_from(entry: CacheEntry, path: Path) -> InputReport:
         skipped=int(data.get("skipped", 0)),
         counts=dict(counts),
         warnings=describe_counts(counts),
-        files=tuple(
-            str(path / Path(f).name) if path.is_dir() else str(path) for f in data.get("files", ())
-        ),
+        files=tuple(str(folder / Path(f).name if folder else path) for f in data.get("files", ())),
     )
     return replace(report, cached=entry.cached)

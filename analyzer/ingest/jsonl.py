@@ -291,7 +291,7 @@ def _check(record: object) -> str | None:
         data = record["data"]
         if not _body_ok(data) or data is None or not 0 <= record["n"] <= 0x7FFF_FFFF:
             return "invalid_record"
-        return None if data.get("truncated_bytes") is None else _truncated_problem(data)
+        return _truncated_problem(data)
     for name in _OPTIONAL_TEXT.get(record["kind"], ()):  # a str, as `required` was found
         value = record.get(name)
         if value is not None and type(value) is not str:
