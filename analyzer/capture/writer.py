@@ -155,7 +155,7 @@ class CaptureWriter:
         """
         if self._started or self._closing:
             raise CaptureError("a capture writer starts once")
-        self._make_dir()
+        make_capture_dir(self.out_dir)
         try:
             self._open_file(0)
         except OSError as e:
@@ -452,9 +452,6 @@ class CaptureWriter:
             os.fdatasync(self._fd)
         except OSError:
             self._writer_errors += 1
-
-    def _make_dir(self) -> None:
-        make_capture_dir(self.out_dir)
 
     def _open_file(self, index: int) -> None:
         """Create file `index` and queue its capture_open as the first pending line."""
