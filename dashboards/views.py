@@ -91,9 +91,9 @@ def text(value: str) -> None:
     st.text(inert(value, lines=True))
 
 
-def facts(value: dict[str, Any], *, expanded: bool = True) -> None:
+def facts(value: dict[str, Any]) -> None:
     """A JSON view of named facts: strings, numbers, None and lists of them (a finding's ids)."""
-    st.json({name: _inert_json(v) for name, v in value.items()}, expanded=expanded)
+    st.json({name: _inert_json(v) for name, v in value.items()}, expanded=True)
 
 
 def _inert_json(value: Any) -> Any:
