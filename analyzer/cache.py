@@ -41,7 +41,7 @@ from analyzer.records import SCHEMA
 from analyzer.schema import NORMALIZED_VERSION
 from analyzer.scratch import scratch_prefix
 
-__all__ = ["CACHE_DIR", "CacheEntry", "build_entry", "find_entry", "input_key"]
+__all__ = ["CACHE_DIR", "CacheEntry", "build_entry", "find_entry", "input_key", "sweep"]
 
 CACHE_DIR = ".seamwatch-cache"
 MANIFEST = "manifest.json"
@@ -147,7 +147,7 @@ class EntryBuilder:
                     root.chmod(0o700)  # a folder made by hand, or by an older version
                 if not _ours(root):
                     raise PermissionError(f"{root} is not a private folder of this user")
-                _sweep(root)
+                sweep(root)
                 directory = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
             except OSError:
                 pass
@@ -192,8 +192,9 @@ def build_entry(path: Path, key: str, *, use_cache: bool = True) -> EntryBuilder
     return EntryBuilder(path, key, use_cache=use_cache)
 
 
-def _sweep(root: Path) -> None:
-    """Remove `.tmp-*` folders left by analyses that died long ago."""
+def sweep(root: Path) -> None:
+    """Remove `.tmp-*` folders left in `root` by analyses that died long ago (an entry's
+    timeline sets are staged in such folders too)."""
     now = time.time()
     for child in root.iterdir():
         if not child.name.startswith(".tmp-"):

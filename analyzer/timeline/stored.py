@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -42,7 +41,7 @@ import polars as pl
 
 import analyzer.ingest
 import analyzer.schema
-from analyzer.cache import CACHE_DIR
+from analyzer.cache import CACHE_DIR, sweep
 
 __all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "link_or_copy", "read", "target"]
 
@@ -62,7 +61,6 @@ IN_MEMORY: Final = frozenset({"placement"})
 KEEP: Final = 3
 _MANIFEST: Final = "manifest.json"
 _PREFIX: Final = "timeline-"
-_STALE_TMP_S: Final = 3600
 
 StoredFrames = dict[str, pl.LazyFrame]
 
@@ -220,18 +218,11 @@ def _discard(path: Path) -> None:
 def _prune(entry: Path, new: Path) -> None:
     """Keep `new` and the most recently used other sets of an entry (`KEEP` in all); remove
     staging folders left by analyses that died long ago."""
+    sweep(entry)
     sets = []
-    now = time.time()
     for child in entry.iterdir():
-        try:
-            if child.name.startswith(_PREFIX) and child != new:
+        if child.name.startswith(_PREFIX) and child != new:
+            with contextlib.suppress(OSError):
                 sets.append((child.stat().st_mtime_ns, child))
-            elif (
-                child.name.startswith(f".tmp-{_PREFIX}")
-                and now - child.stat().st_mtime > _STALE_TMP_S
-            ):
-                shutil.rmtree(child, ignore_errors=True)
-        except OSError:
-            continue
     for _, old in sorted(sets, reverse=True)[KEEP - 1 :]:
         _discard(old)
