@@ -6,8 +6,11 @@ event log, the answering replica cannot know what followed the cursor, so the re
 it did, by luck (medium). Whether it also lost or duplicated data is for `phantom-resume`,
 `causal-gap` and `duplicate-event-id` to say. Not flagged: captures with no replica information,
 replicas identified differently (a header value against an upstream address), resumes answered
-with an error, foreign or unknown cursors (`stale-cursor`). What to change: sticky routing on
-`Mcp-Session-Id`, or a session-scoped authoritative event log shared by every replica.
+with an error, foreign or unknown cursors (`stale-cursor`), and a resume whose answer delivered
+the response to its stream's request from another replica than the one that ran the request:
+that replica reads the stream's log (a shared event store: a correct deployment, not luck).
+What to change: sticky routing on `Mcp-Session-Id`, or a session-scoped authoritative event log
+shared by every replica.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ if TYPE_CHECKING:
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume whose answer came from another replica than its cursor."""
     source = timeline.exchanges.select("flow_id", "replica_source", "era")
-    requests = timeline.streams.select("stream_id", "request_id")
+    requests = timeline.streams.select(
+        "stream_id", "request_id", pl.col("replica").alias("_ran_on")
+    )
+    # Answers that delivered the response their stream owed: from a replica other than the one
+    # that ran the request, that shows it reads the stream's log (the resume was no luck).
+    delivered = timeline.incarnations.filter(pl.col("delivered_response")).select(
+        "flow_id", pl.lit(True).alias("_delivered")
+    )
+    reads_the_log = pl.col("_delivered").fill_null(False) & (
+        pl.col("answer_replica") != pl.col("_ran_on")
+    ).fill_null(False)
     owed = pl.when(pl.col("response_owed") & pl.col("request_id").is_not_null()).then(
         pl.format(" The stream still owed the response to request {}.", "request_id")
     )
@@ -47,6 +60,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         # Replicas named the same way only: a header value never meets an upstream address.
         .filter(pl.col("replica_source") == pl.col("_cursor_source"))
         .join(requests, on="stream_id", how="left")
+        .join(delivered, on="flow_id", how="left")
+        .filter(~reads_the_log)
         .select(
             pl.col("session_id").alias("session"),
             "era",

@@ -7,6 +7,7 @@ balancer, so they are neither captured nor counted in the round-robin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,12 +115,13 @@ def start_lenient_modern(ctx: LabContext, *, replica: str) -> FaultReplica:
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 
 
-def start_balancer(ctx: LabContext, replicas: list[FaultReplica]) -> str:
-    """Start `lab.balancer` round-robin over `replicas`; returns its http://127.0.0.1:PORT."""
+def start_balancer(ctx: LabContext, roots: Sequence[str]) -> str:
+    """Start `lab.balancer` round-robin over the replicas at `roots` (http://127.0.0.1:PORT
+    each); returns its own http://127.0.0.1:PORT."""
     port = ctx.free_port()
     argv = python_argv("lab.balancer", "--port", str(port))
-    for replica in replicas:
-        argv += ["--replica", replica.root]
+    for root in roots:
+        argv += ["--replica", root]
     ctx.start_process(argv, name="balancer", port=port)
     return f"http://127.0.0.1:{port}"
 

@@ -34,12 +34,6 @@ STEPS = 3
 async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
     seen_progress: list[float] = []
 
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen_progress.append(progress)
-        if progress == 1:
-            # Progress 1 is on the wire: only now may the server close the stream.
-            await server.open_gate("slow-report")
-
     client = Client(
         url,
         mode="legacy",
@@ -50,7 +44,9 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         ctx.note("tools", sorted(tool.name for tool in tools.tools))
         await client.call_tool("announce", {"text": "maintenance window at 02:00"})
         result = await client.call_tool(
-            "slow_report", {"steps": STEPS, "close_after": 1}, progress_callback=on_progress
+            "slow_report",
+            {"steps": STEPS, "close_after": 1},
+            progress_callback=server.report_progress_into(seen_progress),
         )
         if result.is_error:
             raise LabError(f"slow_report failed: {result.content}")

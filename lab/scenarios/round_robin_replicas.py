@@ -101,7 +101,7 @@ def run(ctx: LabContext) -> None:
         start_replica(ctx, replica=REPLICA_A, store=store, session_prefix="rr", pause_after=8),
         start_replica(ctx, replica=REPLICA_B, store=store, session_prefix="rr"),
     ]
-    balancer = start_balancer(ctx, replicas)
+    balancer = start_balancer(ctx, [replica.root for replica in replicas])
     url = ctx.start_proxy(balancer, replica_header="X-Served-By") + MCP_PATH
     ctx.run_async(_drive, ctx, replicas[0], url)
 

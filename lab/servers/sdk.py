@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +16,12 @@ MCP_PATH = "/mcp"
 
 @dataclass(frozen=True)
 class SdkServer:
-    """A running `lab.servers.sdk_server` process; `root` is its http://127.0.0.1:PORT."""
+    """A running `lab.servers.sdk_server` process; `root` is its http://127.0.0.1:PORT, and
+    `replicas` the roots of every listener (root first) when it listens as several replicas."""
 
     root: str
     process: subprocess.Popen[bytes]
+    replicas: tuple[str, ...] = ()
 
     async def state(self) -> dict[str, Any]:
         """`/lab/state`, read directly (never through the proxy, so it is not captured)."""
@@ -34,6 +37,20 @@ class SdkServer:
             response = await http.post(f"{self.root}/lab/gates/{name}")
             response.raise_for_status()
 
+    def report_progress_into(
+        self, seen: list[float]
+    ) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+        """A progress callback for `slow_report` with `close_after=1`: it appends each progress
+        value to `seen` and opens gate "slow-report" at progress 1 (then on the wire, so the
+        server may close the stream only now)."""
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(progress)
+            if progress == 1:
+                await self.open_gate("slow-report")
+
+        return on_progress
+
 
 def start_sdk_server(
     ctx: LabContext,
@@ -45,14 +62,17 @@ def start_sdk_server(
     max_events: int | None = None,
     charge_gate: bool = False,
     stateless: bool = False,
+    replicas: int = 1,
     wait: bool = True,
 ) -> SdkServer:
     """Start `lab.servers.sdk_server` on a free port and wait until it listens.
 
     With `wait=False` it returns at once: start the proxy meanwhile, then
-    `ctx.wait_ready(server.process)`.
+    `ctx.wait_ready(server.process)`. With `replicas` > 1 it also listens on that many ports
+    less one, each listener a replica sharing the server's state (`--also-port`).
     """
     port = ctx.free_port()
+    ports = [port, *(ctx.free_port() for _ in range(replicas - 1))]
     argv = python_argv(
         "lab.servers.sdk_server", "--port", str(port), "--event-ids", event_ids, "--seed", str(seed)
     )
@@ -64,8 +84,11 @@ def start_sdk_server(
         argv.append("--charge-gate")
     if stateless:
         argv.append("--stateless")
+    for also in ports[1:]:
+        argv += ["--also-port", str(also)]
     process = ctx.start_process(argv, name=name, port=port, wait=wait)
-    return SdkServer(f"http://127.0.0.1:{port}", process)
+    roots = tuple(f"http://127.0.0.1:{p}" for p in ports)
+    return SdkServer(roots[0], process, roots if replicas > 1 else ())
 
 
 def start_sdk_behind_proxy(ctx: LabContext, **options: Any) -> tuple[SdkServer, str]:

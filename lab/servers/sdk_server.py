@@ -2,6 +2,7 @@
 
     python -m lab.servers.sdk_server --port N [--event-ids counter|uuid|none] [--retry-ms MS]
                                      [--max-events N] [--charge-gate] [--stateless]
+                                     [--also-port N ...]
 
 The endpoint is `/mcp`; the SDK routes each request by `MCP-Protocol-Version` to the sessioned
 (2025) or the sessionless (2026-07-28) transport; with `--stateless` the 2025 one is the SDK's
@@ -17,11 +18,18 @@ for confirmation by elicitation: MRTR on 2026-07-28), `get_balance` (read-only),
 (streams `notifications/progress`; can close its SSE stream server-side for a `retry`
 resume), `announce` (a `notifications/message` on the standalone GET stream) and
 `drop_standalone_stream` (the server closes the standalone GET stream).
+
+With `--also-port`, the one server (its sessions, its event store) also listens on each given
+port, and every listener names itself in `X-Served-By` (`replica-a` on `--port`, then
+`replica-b`, ...): replicas that share their session state and event log, as replicas backed by
+one shared store do.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import socket
 import warnings
 from typing import Annotated, Any
 
@@ -35,6 +43,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lab.servers.event_store import LabEventStore
 
@@ -186,6 +195,48 @@ async def _wait_for_standalone_listener(mcp: MCPServer, ctx: Context) -> None:
             await anyio.sleep(0.01)
 
 
+def served_by(app: ASGIApp, name: str) -> ASGIApp:
+    """`app`, its HTTP responses carrying `X-Served-By: name`."""
+    header = (b"x-served-by", name.encode("ascii"))
+
+    async def named(scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), header]}
+            await send(message)
+
+        await app(scope, receive, send_named if scope["type"] == "http" else send)
+
+    return named
+
+
+async def serve_replicas(app: ASGIApp, ports: list[int]) -> None:
+    """Serve `app` on every port, as replica-a, replica-b, ... sharing it.
+
+    Every socket listens from the start (a request arriving early waits in its backlog); the
+    first listener runs the app's lifespan (the session manager), the others serve only once it
+    has started.
+    """
+    sockets = [socket.create_server(("127.0.0.1", port)) for port in ports]
+    servers = [
+        uvicorn.Server(
+            uvicorn.Config(
+                served_by(app, f"replica-{chr(ord('a') + index)}"),
+                log_level="warning",
+                lifespan="on" if index == 0 else "off",
+            )
+        )
+        for index in range(len(ports))
+    ]
+    first = asyncio.create_task(servers[0].serve(sockets=[sockets[0]]))
+    while not servers[0].started and not first.done():
+        await asyncio.sleep(0.01)
+    rest = [
+        server.serve(sockets=[sock]) for server, sock in zip(servers[1:], sockets[1:], strict=True)
+    ]
+    await asyncio.gather(first, *rest)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -201,6 +252,13 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="2025 wire without sessions (stateless_http: no Mcp-Session-Id, no event store)",
     )
+    parser.add_argument(
+        "--also-port",
+        type=int,
+        action="append",
+        default=[],
+        help="listen on this port too, as another replica sharing this server's state",
+    )
     args = parser.parse_args(argv)
     event_store = (
         None
@@ -215,7 +273,10 @@ def main(argv: list[str] | None = None) -> None:
         session_idle_timeout=None,
         stateless_http=args.stateless,
     )
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
+    if args.also_port:
+        asyncio.run(serve_replicas(app, [args.port, *args.also_port]))
+    else:
+        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="on")
 
 
 if __name__ == "__main__":

@@ -60,12 +60,29 @@ def round_robin(c: Capture) -> None:
            replica="b")  # fmt: skip
 
 
-def correct_replay_on_other_replica(c: Capture) -> None:
-    """Replica b happens to replay correctly (a shared log, or luck): still the condition."""
+def owed_response_from_other_replica(c: Capture) -> None:
+    """Clean: replica b delivers the result of the call replica a ran: the two share the
+    stream's log (a shared event store), so the resume did not work by luck."""
     initialized(c)
     call(c, 2, [f"{UUID}_1750000000001_a", f"{UUID}_1750000000002_b"])
     resume(c, f"{UUID}_1750000000002_b", [event(res(2, content=[]), id=f"{UUID}_1750000000003_c")],
            replica="b")  # fmt: skip
+
+
+def other_response_from_other_replica(c: Capture) -> None:
+    """Replica b answers with a response, but not to the request the stream owed (4)."""
+    initialized(c)
+    call(c, 4, ["e1", "e2", "e3"])
+    resume(c, "e3", [event(res(9, content=[]), id="e4")], replica="b")
+
+
+def owed_response_after_a_hop(c: Capture) -> None:
+    """Resumed on b without the response (flagged), then on a again, which delivers it: the
+    delivery on a says nothing of b."""
+    initialized(c)
+    call(c, 4, ["1", "2", "3"])
+    resume(c, "3", [event(progress(3), id="4")], replica="b")
+    resume(c, "4", [event(res(4, content=[]), id="5")], replica="a")
 
 
 def chain_back_on_the_issuing_replica(c: Capture) -> None:
@@ -127,7 +144,9 @@ def header_against_upstream_address(c: Capture) -> None:
 
 CASES: list[tuple[Callable[[Capture], None], list[list[str]]]] = [
     (round_robin, [["e7"]]),
-    (correct_replay_on_other_replica, [[f"{UUID}_1750000000002_b"]]),
+    (owed_response_from_other_replica, []),
+    (other_response_from_other_replica, [["e3"]]),
+    (owed_response_after_a_hop, [["3"], ["4"]]),
     (chain_back_on_the_issuing_replica, [["3"]]),
     (same_replica, []),
     (priming_cursor_same_replica, []),
