@@ -4,7 +4,7 @@ Layout: a `.seamwatch-cache/` folder (mode 0700) in the capture directory, or in
 a single capture, dump or HAR file, holding one entry folder per input:
 
     .seamwatch-cache/<input name>-<path hash 8>-<key 16>/
-        manifest.json                  the key's ingredients and the input report
+        manifest.json                  the key, the input report, each part's SHA-256
         flows-<part>.parquet ...       RAW_FLOWS       (analyzer.schema)
         events-<part>.parquet ...      RAW_EVENTS
         messages-<part>.parquet ...    RAW_MESSAGES
@@ -17,8 +17,12 @@ Files are 0600. The key hashes every input file's name, size and mtime, the capt
 `NORMALIZED_VERSION` and the options that change normalization (replica and client header),
 so a grown `.partial`, a new analyzer or another option gives a new entry; older entries of the
 same input are removed when a new one is written. An entry is built in a `.tmp-*` folder and
-renamed into place once complete, so a reader never sees half an entry. When the folder is not
-writable, a private temporary folder is used instead and removed at exit: no cache, same result.
+renamed into place once complete, so a reader never sees half an entry. An entry is read only
+when its parts are exactly those its manifest lists, each with its SHA-256: Parquet reads a
+part damaged in place without complaint, as other values. A damaged entry is set aside (a
+`.tmp-*` folder, swept later), a warning names it, and the input is parsed again. When the
+folder is not writable, a private temporary folder is used instead and removed at exit: no
+cache, same result.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -33,6 +38,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,10 +47,23 @@ from analyzer.records import SCHEMA
 from analyzer.schema import NORMALIZED_VERSION
 from analyzer.scratch import scratch_prefix
 
-__all__ = ["CACHE_DIR", "CacheEntry", "build_entry", "find_entry", "input_key", "sweep"]
+__all__ = [
+    "CACHE_DIR",
+    "CacheEntry",
+    "build_entry",
+    "file_digest",
+    "find_entry",
+    "input_key",
+    "sweep",
+]
+
+log = logging.getLogger(__name__)
 
 CACHE_DIR = ".seamwatch-cache"
 MANIFEST = "manifest.json"
+# The entry's own layout (manifest and parts), in the key: entries of another layout are never
+# found (2: the manifest lists each part's SHA-256).
+_ENTRY_FORMAT = 2
 _STALE_TMP_S = 3600
 _temp_dirs: list[str] = []
 
@@ -71,6 +90,7 @@ def input_key(
         stats.append([path.name, st.st_size, st.st_mtime_ns])
     ingredients = {
         "normalized_version": NORMALIZED_VERSION,
+        "entry_format": _ENTRY_FORMAT,
         "capture_schema": SCHEMA,
         "kind": kind,
         "files": stats,
@@ -126,7 +146,54 @@ def find_entry(path: Path, key: str) -> CacheEntry | None:
         return None
     if not isinstance(manifest, dict) or manifest.get("key") != key:
         return None
+    damage = _damage(directory, manifest)
+    if damage is not None:
+        log.warning("%s: cache entry %s is damaged (%s): parsing again", path, directory, damage)
+        _set_aside(root, directory)
+        return None
     return CacheEntry(directory, manifest, cached=True)
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file, in hex."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _digests(directory: Path) -> dict[str, str]:
+    """Each Parquet part of an entry folder by name, with its SHA-256 (two files at a time:
+    hashing releases the GIL)."""
+    parts = sorted(directory.glob("*.parquet"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((p.name for p in parts), pool.map(file_digest, parts), strict=True))
+
+
+def _damage(directory: Path, manifest: dict[str, Any]) -> str | None:
+    """What is wrong with an entry's parts (None when they are those its manifest lists)."""
+    listed = manifest.get("parts")
+    if not isinstance(listed, dict):
+        return "no list of parts"
+    try:
+        found = _digests(directory)
+    except OSError as e:
+        return f"unreadable: {e.strerror or e}"
+    for name in sorted(set(listed) | set(found)):
+        if name not in found:
+            return f"{name} is missing"
+        if name not in listed:
+            return f"{name} is not its own"
+        if found[name] != listed[name]:
+            return f"{name} does not match its SHA-256"
+    return None
+
+
+def _set_aside(root: Path, directory: Path) -> None:
+    """Move a damaged entry out of the way (a `.tmp-*` name: swept later), so that its input's
+    new entry can take its place; an analysis still reading it keeps its open files."""
+    try:
+        os.rename(directory, tempfile.mkdtemp(prefix=".tmp-damaged-", dir=root))
+    except OSError:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class EntryBuilder:
@@ -160,7 +227,7 @@ class EntryBuilder:
 
     def commit(self, manifest: dict[str, Any]) -> CacheEntry:
         """Write the manifest and move the entry into place (or keep the temporary folder)."""
-        manifest = {**manifest, "key": self.key}
+        manifest = {**manifest, "key": self.key, "parts": _digests(self.directory)}
         target = self.directory / MANIFEST
         target.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
         os.chmod(target, 0o600)
@@ -173,7 +240,7 @@ class EntryBuilder:
         except OSError:
             # Another analysis published the same entry first (or the rename failed): ours
             # is equivalent; read it from where it is and let the sweep collect it later.
-            if (final / MANIFEST).exists():
+            if find_entry(self.path, self.key) is not None:
                 shutil.rmtree(self.directory, ignore_errors=True)
                 return CacheEntry(final, manifest, cached=False)
             _temp_dirs.append(str(self.directory))

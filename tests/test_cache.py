@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,4 +139,45 @@ def test_a_symlinked_cache_folder_is_neither_read_nor_written(tmp_path: Path) ->
 def test_an_entry_of_another_user_is_not_read(tmp_path: Path) -> None:
     path, key, directory = _committed(tmp_path)
     os.chown(directory, 65534, 65534)
+    assert find_entry(path, key) is None
+
+
+def _with_parts(tmp_path: Path) -> tuple[Path, str, Path]:
+    path = _file(tmp_path)
+    key = _key(path)
+    builder = build_entry(path, key)
+    for name in ("flows-a.parquet", "events-a.parquet"):
+        (builder.directory / name).write_bytes(name.encode() * 100)
+    directory = builder.commit({"report": {"records": 1}}).directory
+    assert find_entry(path, key) is not None
+    return path, key, directory
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda d: (d / "events-a.parquet").write_bytes(b"x" * 1500), "does not match"),
+        (lambda d: (d / "events-a.parquet").unlink(), "events-a.parquet is missing"),
+        (lambda d: (d / "events-b.parquet").write_bytes(b"planted"), "is not its own"),
+    ],
+    ids=["changed", "missing", "planted"],
+)
+def test_an_entry_whose_parts_are_not_those_it_lists_is_set_aside(
+    tmp_path: Path, damage: Callable[[Path], object], said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, key, directory = _with_parts(tmp_path)
+    damage(directory)
+    assert find_entry(path, key) is None
+    assert said in caplog.text and "parsing again" in caplog.text
+    assert not directory.exists()  # out of the way of the new entry, swept later
+    assert [p.name[:13] for p in (tmp_path / CACHE_DIR).iterdir()] == [".tmp-damaged-"]
+    build_entry(path, key).commit({"report": {"records": 2}})
+    found = find_entry(path, key)
+    assert found is not None and found.manifest["report"] == {"records": 2}
+
+
+def test_an_entry_without_its_list_of_parts_is_not_read(tmp_path: Path) -> None:
+    path, key, directory = _with_parts(tmp_path)
+    manifest = directory / "manifest.json"
+    manifest.write_text(json.dumps({"key": key, "report": {}}), "utf-8")
     assert find_entry(path, key) is None

@@ -41,7 +41,7 @@ import polars as pl
 
 import analyzer.ingest
 import analyzer.schema
-from analyzer.cache import CACHE_DIR, sweep
+from analyzer.cache import CACHE_DIR, file_digest, sweep
 
 __all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "link_or_copy", "read", "target"]
 
@@ -109,7 +109,7 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
         for name in STORED:
             rows, digest = int(manifest["rows"][name]), str(manifest["sha256"][name])
             path = folder / f"{name}.parquet"
-            if _digest(path) != digest:
+            if file_digest(path) != digest:
                 raise ValueError(f"{name}: damaged")
             own = spill_dir / f"stored-{name}.parquet" if spill_dir is not None else None
             if (
@@ -143,11 +143,6 @@ def link_or_copy(source: Path, target: Path) -> bool:
     return True
 
 
-def _digest(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 class Writer:
     """A set of frames being stored: `put` each as it is collected, then `commit` (or
     `abandon`). A frame that cannot be written makes the set fail, nothing else."""
@@ -177,7 +172,7 @@ class Writer:
         try:
             frame.write_parquet(path, compression="lz4", statistics=False)
             os.chmod(path, 0o600)
-            digest = _digest(path)
+            digest = file_digest(path)
         except (OSError, pl.exceptions.PolarsError):
             self.abandon()
             return None

@@ -64,6 +64,25 @@ def test_a_cached_input_is_reported_under_the_path_given_now(tmp_path: Path) -> 
     assert (single.path, single.files) == (str(alias / "c.jsonl"), (str(alias / "c.jsonl"),))
 
 
+def test_a_part_damaged_in_place_is_found_and_the_input_parsed_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = _capture_dir(tmp_path)
+    first = read_inputs([folder])
+    assert first.directories[0] is not None
+    (part,) = first.directories[0].glob("events-*.parquet")
+    data = bytearray(part.read_bytes())
+    middle = len(data) // 3
+    data[middle : middle + 8] = bytes(b ^ 0x5A for b in data[middle : middle + 8])
+    part.write_bytes(data)
+    second = read_inputs([folder])
+    assert "does not match its SHA-256" in caplog.text
+    assert not second.inputs[0].cached
+    assert second.inputs[0] == first.inputs[0]
+    assert second.scan("events").collect().equals(first.scan("events").collect())
+    assert read_inputs([folder]).inputs[0].cached  # the new entry is read next time
+
+
 def test_a_changed_capture_is_parsed_again(tmp_path: Path) -> None:
     folder = _capture_dir(tmp_path)
     first = read_inputs([folder])
