@@ -7,8 +7,11 @@ and no result had arrived before the repeat (a retry after loss: it may have run
 otherwise, and at most for a tool no captured `tools/list` names (hints unknown). A tool listed
 without annotations is side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
 legs (`inputResponses` / `requestState`, or a predecessor that returned InputRequiredResult);
-idempotent tools (`idempotentHint`) are low. What to change: an idempotency key the server
-deduplicates on; resume a broken stream (Last-Event-ID) or ask what ran instead of re-issuing.
+idempotent tools (`idempotentHint`) are low, and their repeats are one finding per session,
+tool and arguments (a client polling an idempotent tool would otherwise get one per call).
+What to change: an idempotency key the server deduplicates on; resume a broken stream
+(Last-Event-ID) or ask what ran instead of re-issuing; a repeat nothing lost: why the client
+sent it again.
 """
 
 from __future__ import annotations
@@ -29,9 +32,20 @@ _PREV: Final = ("session_id", "flow_id", "stream_id", "request_id", "ts", "repli
 _DETAIL: Final = (
     "tools/call {} (request {}, flow {}, replica {}) was sent again with the same canonical "
     "arguments as request {} (flow {}, replica {}) {} s later, {}. The first exchange ended "
-    "'{}'{}. {} What to change: give the tool an idempotency key the server deduplicates on; "
+    "'{}'{}. {} What to change: give the tool an idempotency key the server deduplicates on; {}"
+)
+_AFTER_LOSS: Final = (
     "after a broken stream, resume it with Last-Event-ID where the era allows (not 2026-07-28) "
     "or ask the server what ran, instead of re-issuing the call."
+)
+_NOTHING_LOST: Final = (
+    "nothing was lost before this repeat, so look at why the client sent the same call again "
+    "(a retry on a timeout, a double submit, a loop)."
+)
+_RUN_DETAIL: Final = (
+    "tools/call {} was sent {} times with the same canonical arguments (requests {}) over {} s. "
+    "The tool is listed as idempotent: a repeat should be harmless. What to change: nothing if "
+    "the repeats were meant; else look at why the client sends the same call again."
 )
 
 
@@ -83,11 +97,11 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
         ),
         _pick(
             (~listed, "No captured tools/list names the tool, so its hints are unknown."),
-            (idempotent, "The tool is listed as idempotent: a repeat should be harmless."),
             otherwise="The tool is listed as side-effecting (not read-only, not idempotent).",
         ),
+        _pick((lost, _AFTER_LOSS), otherwise=_NOTHING_LOST),
     )
-    return calls.filter(
+    repeats = calls.filter(
         pl.col("tool_name").is_not_null()
         & (gap_s <= window_s)
         & (pl.col("rank") - p["rank"] <= 1)
@@ -113,6 +127,40 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
         pl.col("ts").alias("last_ts"),
         pl.concat_list("tool_name", "arguments_hash").alias("fingerprint_extra"),
     )
+    low = pl.col("severity") == "low"
+    evidence = ("flow_ids", "stream_ids", "request_ids")
+    runs = (
+        repeats.filter(low)
+        .group_by("session", "fingerprint_extra", maintain_order=True)
+        .agg(
+            pl.col("era", "severity").first(),
+            *(
+                pl.col(c)
+                .list.explode(keep_nulls=False, empty_as_null=False)
+                .unique(maintain_order=True)
+                for c in evidence
+            ),
+            pl.col("first_ts").min(),
+            pl.col("last_ts").max(),
+        )
+        .with_columns(
+            pl.format(
+                "tools/call {} repeated with the same arguments ({} calls, idempotent)",
+                pl.col("fingerprint_extra").list.first(),
+                pl.col("request_ids").list.len(),
+            ).alias("title"),
+            pl.format(
+                _RUN_DETAIL,
+                pl.col("fingerprint_extra").list.first(),
+                pl.col("request_ids").list.len(),
+                pl.col("request_ids").list.join(", "),
+                ((pl.col("last_ts") - pl.col("first_ts")).dt.total_milliseconds() / 1000)
+                .round(1)
+                .cast(pl.String),
+            ).alias("detail"),
+        )
+    )
+    return pl.concat([repeats.filter(~low), runs], how="diagonal")
 
 
 DETECTOR: Final[Detector] = Detector(

@@ -359,3 +359,33 @@ def test_fingerprint_ignores_flows_and_times() -> None:
         return [row["fingerprint"] for row in _findings(build)]
 
     assert fingerprints(0) == fingerprints(5000) != []
+
+
+def test_an_idempotent_tool_repeated_many_times_is_one_low_finding() -> None:
+    def polling(c: Capture) -> None:
+        _init(c, "S1")
+        for rid in range(1, 6):
+            _call(c, "S1", rid, name="upsert")
+        _call(c, "S1", 6, name="upsert", arguments={"other": 1})  # other arguments: no repeat
+        _call(c, "S1", 7, name="charge")  # side-effecting: its own finding
+        _call(c, "S1", 8, name="charge")
+
+    found = _findings(polling)
+    assert [(row["severity"], row["request_ids"]) for row in found] == [
+        ("low", ["1", "2", "3", "4", "5"]),
+        ("medium", ["7", "8"]),
+    ]
+    low = found[0]
+    assert (
+        low["title"] == "tools/call upsert repeated with the same arguments (5 calls, idempotent)"
+    )
+    assert "requests 1, 2, 3, 4, 5" in low["detail"] and "listed as idempotent" in low["detail"]
+    assert low["flow_ids"] == ["f3", "f4", "f5", "f6", "f7"]
+
+
+def test_what_to_change_follows_whether_the_first_call_was_lost() -> None:
+    (lost,) = _findings(broken_then_reissued_key_order_and_space)
+    (kept,) = _findings(delivered_then_repeated)
+    assert "after a broken stream, resume it" in lost["detail"]
+    assert "after a broken stream" not in kept["detail"]
+    assert "why the client sent the same call again" in kept["detail"]
