@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mitmproxy import ctx, exceptions, http, tls
-from mitmproxy.net import encoding
 from mitmproxy.proxy import server_hooks
 from mitmproxy.version import VERSION as MITMPROXY_VERSION
 
@@ -37,6 +36,9 @@ log = logging.getLogger(__name__)
 # Raw bytes of a non-SSE body kept for its response record; the recorder keeps 8 MiB of it
 # decoded. mitmproxy used to buffer the whole body, without a bound.
 _BODY_KEEP = 64 << 20
+# Encoded bytes handed to the decoder at a time: once the record's cap is reached the rest
+# is never read, and counted as not kept.
+_DECODE_STEP = 16 << 10
 
 
 def _addr(address: object) -> str | None:
@@ -77,24 +79,43 @@ class _Body:
         self.raw += chunk
 
 
-def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> bytes:
-    """The body after content decoding as mitmproxy's `get_content(strict=False)` gives it.
+def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> tuple[bytes, int]:
+    """The body after content decoding, at most `DEFAULT_BODY_CAP` bytes of it, and how many
+    bytes of it the record does not keep (its `truncated_bytes`).
 
-    A body the upstream broke off cannot be decoded whole: what of it inflates is kept.
+    As mitmproxy's `get_content(strict=False)` gives it, but never decoding more than the cap
+    (+1 byte, to know that the body goes on): a 64 MiB gzip of zeros would inflate to ~64 GB.
+    An unknown encoding, or a stream that fails to decode, is kept as it came (raw), except
+    that a body the upstream broke off keeps what of it inflated.
+
+    The count of bytes not kept is exact when nothing is decoded or the decoded body fits
+    within the cap. When decoding stopped at the cap, the decoded total is unknown (finding
+    it out is the cost the cap avoids): the count is then the decoded byte seen past the cap
+    plus the encoded bytes never handed to the decoder (those in the step that reached the
+    cap are not counted), a lower bound that is never 0 for a body cut short.
     """
-    if not content_encoding:
-        return raw
-    try:
-        content = encoding.decode(raw, content_encoding)
-        if isinstance(content, bytes):
-            return content
-    except ValueError:
-        pass
-    if broken:
-        head = ContentDecoder(content_encoding).decode(raw)
-        if head:
-            return head
-    return raw
+    if content_encoding:
+        decoder = ContentDecoder(content_encoding, DEFAULT_BODY_CAP + 1)
+        if decoder.encoding != "identity" and not decoder.failed:
+            parts: list[bytes] = []
+            fed = 0
+            while fed < len(raw) and not (decoder.capped or decoder.failed):
+                parts.append(decoder.decode(raw[fed : fed + _DECODE_STEP]))
+                fed = min(fed + _DECODE_STEP, len(raw))
+            body = b"".join(parts)
+            del parts
+            if decoder.capped:
+                return body[:DEFAULT_BODY_CAP], decoder.produced - DEFAULT_BODY_CAP + len(raw) - fed
+            # A stream read to its end is the body (bytes after it are dropped, as mitmproxy
+            # drops them after gzip and deflate). One that failed or stopped short inside
+            # is left raw, as mitmproxy leaves it, except that its gzip decoding keeps what a
+            # truncated stream inflated, and that a body the upstream broke off keeps that.
+            lenient = decoder.encoding in ("gzip", "x-gzip") and not decoder.failed
+            if decoder.ended or lenient or (broken and body):
+                return body, 0
+    if len(raw) <= DEFAULT_BODY_CAP:
+        return raw, 0
+    return raw[:DEFAULT_BODY_CAP], len(raw) - DEFAULT_BODY_CAP
 
 
 class SeamwatchCapture:
@@ -192,25 +213,32 @@ class SeamwatchCapture:
         )
 
     def _body(self, flow: http.HTTPFlow, *, broken: bool) -> tuple[bytes | None, int]:
-        """A non-SSE response's body (content decoded) and the raw bytes of it not kept."""
+        """A non-SSE response's body (content decoded, cut at the cap) and the bytes not kept."""
         assert flow.response is not None
         kept = self.bodies.pop(flow.id, None)
+        ce = flow.response.headers.get("content-encoding")
         if flow.response.raw_content is not None or kept is None:
             # mitmproxy buffered it after all (no body, or another addon's choice).
-            return flow.response.get_content(strict=False), 0
-        ce = flow.response.headers.get("content-encoding")
-        body = _decoded(bytes(kept.raw), ce, broken=broken)
-        if len(body) <= DEFAULT_BODY_CAP:
-            return body, kept.dropped
-        # The record keeps this much (the rest counts in truncated_bytes): only that crosses
-        # the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory whole).
-        return body[:DEFAULT_BODY_CAP], kept.dropped + len(body) - DEFAULT_BODY_CAP
+            raw = flow.response.raw_content
+            return (None, 0) if raw is None else _decoded(raw, ce, broken=broken)
+        # The record keeps at most the cap (the rest counts in truncated_bytes): only that
+        # crosses the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory
+        # whole). The raw bytes past `_BODY_KEEP` count too.
+        body, cut = _decoded(bytes(kept.raw), ce, broken=broken)
+        return body, kept.dropped + cut
 
     def request(self, flow: http.HTTPFlow) -> None:
         if self.client is None:
             return
         try:
             req = flow.request
+            # Decoded within the cap, as a response body is: a client's small gzip bomb must
+            # not inflate whole in the proxy. What the upstream gets is `req`, untouched.
+            body, dropped = (None, 0)
+            if req.raw_content is not None:
+                body, dropped = _decoded(
+                    req.raw_content, req.headers.get("content-encoding"), broken=False
+                )
             self.client.request(
                 flow.id,
                 method=req.method,
@@ -221,7 +249,8 @@ class SeamwatchCapture:
                 headers=list(req.headers.items(multi=True)),
                 client=_addr(flow.client_conn.peername) or "",
                 upstream=_addr(flow.server_conn.peername) or _addr(flow.server_conn.address),
-                body=req.get_content(strict=False),
+                body=body,
+                body_dropped=dropped,
             )
         except Exception:
             self._failed("request")

@@ -8,10 +8,17 @@ whole events and each chunk record's timestamp is when its events completed (DES
 from __future__ import annotations
 
 import re
+import sys
 import zlib
 from typing import NamedTuple, Protocol
 
 import brotli
+
+# zstd as mitmproxy itself decodes it: the standard library's from 3.14, its backport before.
+if sys.version_info >= (3, 14):  # pragma: no cover
+    from compression import zstd
+else:
+    from backports import zstd
 
 # WHATWG event stream: an event ends with an empty line, and a line ends with CRLF, LF or CR.
 # A boundary is therefore a line terminator followed by another. A CR is only a terminator of
@@ -27,26 +34,40 @@ class _Decompressor(Protocol):
 
 
 class ContentDecoder:
-    """Incrementally undoes `Content-Encoding` (gzip, deflate, br), bounded by `cap` bytes out."""
+    """Incrementally undoes `Content-Encoding` (gzip, deflate, br, zstd), bounded by `cap`.
 
-    SUPPORTED = ("identity", "gzip", "x-gzip", "deflate", "br")
+    However much a chunk inflates, one `decode` call makes at most `cap + 1` bytes of output
+    (and hands out at most what is left of `cap`): a decompression bomb costs its head only.
+    `ended` says that the compressed stream (its first gzip member or zstd frame) was read to
+    its end, so that a later `failed` is about bytes after it, not about the stream itself.
+    """
+
+    SUPPORTED = ("identity", "none", "gzip", "x-gzip", "deflate", "deflateraw", "br", "zstd")
 
     def __init__(self, content_encoding: str | None, cap: int = DEFAULT_DECODE_CAP) -> None:
         self.encoding = (content_encoding or "identity").strip().lower() or "identity"
         self.cap = cap
         self.produced = 0
         self.capped = False
+        self.ended = False
         self.failed: str | None = None
         self._zlib: zlib._Decompress | None = None
         self._brotli: brotli.Decompressor | None = None
+        self._zstd: zstd.ZstdDecompressor | None = None
         self._deflate_raw_tried = False
+        if self.encoding == "none":
+            self.encoding = "identity"  # mitmproxy's name for it
         if self.encoding in ("gzip", "x-gzip"):
             # wbits=47: zlib detects a gzip or a zlib header by itself.
             self._zlib = zlib.decompressobj(wbits=47)
-        elif self.encoding == "deflate":
+        elif self.encoding in ("deflate", "deflateraw"):
+            # "deflateraw" (mitmproxy's name) is decoded as "deflate" is, as mitmproxy does.
+            self.encoding = "deflate"
             self._zlib = zlib.decompressobj()
         elif self.encoding == "br":
             self._brotli = brotli.Decompressor()
+        elif self.encoding == "zstd":
+            self._zstd = zstd.ZstdDecompressor()
         elif self.encoding != "identity":
             self.failed = f"unsupported content-encoding: {self.encoding}"
 
@@ -59,10 +80,12 @@ class ContentDecoder:
             if self._zlib is not None:
                 out = self._inflate(raw, room)
             elif self._brotli is not None:
-                out = self._unbrotli(raw)
+                out = self._unbrotli(raw, room)
+            elif self._zstd is not None:
+                out = self._unzstd(raw, room)
             else:
                 out = raw
-        except (zlib.error, brotli.error) as e:
+        except (zlib.error, brotli.error, zstd.ZstdError) as e:
             self.failed = f"content decoding failed: {e}"
             return b""
         if len(out) > room:
@@ -107,6 +130,7 @@ class ContentDecoder:
                     return out
             else:
                 out += self._decompress(data, room + 1 - len(out))
+                self.ended = self.ended or self._zlib.eof
             if len(out) > room:
                 break  # capped: what is left of the input is never read
             data = self._zlib.unused_data if self._zlib.eof else b""
@@ -125,7 +149,7 @@ class ContentDecoder:
             self._zlib = zlib.decompressobj(wbits=-15)
             return self._zlib.decompress(data, limit)
 
-    def _unbrotli(self, raw: bytes) -> bytes:
+    def _unbrotli(self, raw: bytes, room: int) -> bytes:
         assert self._brotli is not None
         if self._brotli.is_finished():
             # RFC 7932 defines one stream a body; brotli fails on anything after it.
@@ -133,7 +157,37 @@ class ContentDecoder:
                 f"content decoding failed: {len(raw)} bytes after the end of the br stream"
             )
             return b""
-        out: bytes = self._brotli.process(raw)
+        # The limit stops the output buffer growing past it (brotli may overshoot by one
+        # growth step, cut in `decode`); the input it did not get to waits inside the decoder.
+        out: bytes = self._brotli.process(raw, output_buffer_limit=room + 1)
+        while len(out) <= room and not self._brotli.can_accept_more_data():
+            out += self._brotli.process(b"", output_buffer_limit=room + 1 - len(out))
+        self.ended = self._brotli.is_finished()
+        return out
+
+    def _unzstd(self, raw: bytes, room: int) -> bytes:
+        """Decompress one chunk; a zstd body may be several frames (RFC 8878 §3.1), one by one."""
+        assert self._zstd is not None
+        out = b""
+        data = raw
+        while data:
+            if self._zstd.eof:
+                self._zstd = zstd.ZstdDecompressor()
+                try:
+                    out += self._zstd.decompress(data, room + 1 - len(out))
+                except zstd.ZstdError as e:
+                    # Keep what the earlier frames gave; the rest is not zstd.
+                    self.failed = (
+                        f"content decoding failed: {len(data)} bytes after a zstd frame "
+                        f"are not another frame ({e})"
+                    )
+                    return out
+            else:
+                out += self._zstd.decompress(data, room + 1 - len(out))
+                self.ended = self.ended or self._zstd.eof
+            if len(out) > room:
+                break  # capped: what is left of the input is never read
+            data = self._zstd.unused_data if self._zstd.eof else b""
         return out
 
 

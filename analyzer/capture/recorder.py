@@ -261,9 +261,14 @@ class Recorder:
         client: str,
         upstream: str | None,
         body: bytes | None,
+        body_dropped: int = 0,
         at: Stamp | None = None,
     ) -> None:
-        """Record a request with its (decoded) body."""
+        """Record a request with its (decoded) body.
+
+        `body_dropped` counts bytes of the body that the proxy did not keep (past its bound):
+        they add to the body's `truncated_bytes`, as a response's do.
+        """
         path, count = self.redactor.path(path)
         if count:
             self.sink.count_redacted(count)
@@ -278,7 +283,7 @@ class Recorder:
             headers=self._headers(headers),
             client=client,
             upstream=upstream,
-            body=self._body(body),
+            body=self._body(body, body_dropped),
         )
         self.sink.submit(record)
 

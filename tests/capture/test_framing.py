@@ -1,10 +1,14 @@
 import gzip
+import struct
+import sys
+import tracemalloc
 import zlib
 
 import brotli
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mitmproxy.net import encoding
 
 from analyzer.capture.framing import ContentDecoder, EventFramer, Piece
 
@@ -83,7 +87,10 @@ def _gzip_stream(parts: list[bytes]) -> list[bytes]:
         ("deflate", lambda parts: [zlib.compress(b"".join(parts))]),
         ("deflate", lambda parts: [zlib.compress(b"".join(parts), wbits=-15)]),
         ("br", lambda parts: [brotli.compress(b"".join(parts))]),
+        ("zstd", lambda parts: [encoding.encode(b"".join(parts), "zstd")]),
+        ("deflateraw", lambda parts: [zlib.compress(b"".join(parts), wbits=-15)]),
         ("identity", lambda parts: parts),
+        ("none", lambda parts: parts),
         (None, lambda parts: parts),
     ],
 )
@@ -184,3 +191,60 @@ def test_a_withholding_framer_flushes_a_cut_tail_with_its_count() -> None:
     event = b"data: " + b"w" * 30 + b"\r\n\r\n"
     assert framer.feed(event[:-1]) == [Piece(event[:-1])]  # "\r\n\r" ends it already
     assert framer.feed(event[-1:] + EVENTS[0]) == [Piece(event[-1:] + EVENTS[0])]
+
+
+def _zstd_frames(parts: list[bytes]) -> bytes:
+    """One zstd frame per part, a skippable frame (RFC 8878 §3.1.2) between the first two."""
+    frames = [encoding.encode(p, "zstd") for p in parts]
+    skippable = struct.pack("<II", 0x184D2A50, 5) + b"skip!"
+    return frames[0] + skippable + b"".join(frames[1:])
+
+
+@pytest.mark.parametrize("step", [1, 7, 1 << 16])
+def test_decoder_reads_every_zstd_frame_across_chunks(step: int) -> None:
+    raw = _zstd_frames(EVENTS)
+    assert encoding.decode(raw, "zstd") == STREAM  # as mitmproxy decodes it
+    decoder = ContentDecoder("zstd")
+    out = b"".join(decoder.decode(raw[i : i + step]) for i in range(0, len(raw), step))
+    assert out == STREAM
+    assert decoder.failed is None and decoder.ended
+
+
+def test_decoder_keeps_the_output_before_garbage_after_a_zstd_frame() -> None:
+    decoder = ContentDecoder("zstd")
+    assert decoder.decode(encoding.encode(EVENTS[0], "zstd") + b"junk") == EVENTS[0]
+    assert decoder.failed is not None
+    assert "4 bytes after a zstd frame are not another frame" in decoder.failed
+
+
+def _bomb(encoding_name: str, size: int) -> bytes:
+    """`size` zero bytes, compressed a MiB at a time (the input is never whole in memory)."""
+    block = bytes(1 << 20)
+    if encoding_name == "br":
+        br = brotli.Compressor(quality=5)
+        return b"".join(br.process(block) for _ in range(size >> 20)) + br.finish()
+    if sys.version_info >= (3, 14):  # pragma: no cover
+        from compression import zstd
+    else:
+        from backports import zstd
+    zs = zstd.ZstdCompressor(level=3)
+    return b"".join(zs.compress(block) for _ in range(size >> 20)) + zs.flush()
+
+
+@pytest.mark.parametrize("encoding_name", ["br", "zstd"])
+def test_one_bomb_chunk_inflates_no_further_than_the_cap(encoding_name: str) -> None:
+    # 128 MiB of zeros is a few hundred bytes of br: one chunk. The decoder must stop at the
+    # cap inside that chunk, not inflate it whole and cut afterwards.
+    raw = _bomb(encoding_name, 128 << 20)
+    assert len(raw) < 8192
+    decoder = ContentDecoder(encoding_name, cap=1 << 20)
+    tracemalloc.start()
+    try:
+        out = decoder.decode(raw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"decoding took {peak} bytes at its peak"
+    assert out == bytes(1 << 20)
+    assert decoder.capped and decoder.produced == 1 << 20 and decoder.failed is None
+    assert decoder.decode(raw) == b""
