@@ -131,6 +131,7 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     evidence = ("flow_ids", "stream_ids", "request_ids")
     runs = (
         repeats.filter(low)
+        .sort("last_ts", "first_ts")  # each run's calls in the order they were sent
         .group_by("session", "fingerprint_extra", maintain_order=True)
         .agg(
             pl.col("era", "severity").first(),
