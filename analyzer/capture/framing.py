@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import sys
 import zlib
+from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple, Protocol
 
 import brotli
@@ -30,6 +32,12 @@ DEFAULT_DECODE_CAP = 64 << 20
 
 
 class _Decompressor(Protocol):
+    """zlib's and zstd's decompressor objects alike."""
+
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
     def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
 
 
@@ -51,25 +59,29 @@ class ContentDecoder:
         self.capped = False
         self.ended = False
         self.failed: str | None = None
-        self._zlib: zlib._Decompress | None = None
+        # gzip, deflate and zstd: `_stream` decompresses the current unit (gzip member, zstd
+        # frame; deflate has one), `_fresh` makes the decompressor of the next unit.
+        self._stream: _Decompressor | None = None
+        self._fresh: Callable[[], _Decompressor] | None = None
         self._brotli: brotli.Decompressor | None = None
-        self._zstd: zstd.ZstdDecompressor | None = None
         self._deflate_raw_tried = False
         if self.encoding == "none":
             self.encoding = "identity"  # mitmproxy's name for it
         if self.encoding in ("gzip", "x-gzip"):
             # wbits=47: zlib detects a gzip or a zlib header by itself.
-            self._zlib = zlib.decompressobj(wbits=47)
+            self._fresh = partial(zlib.decompressobj, wbits=47)
         elif self.encoding in ("deflate", "deflateraw"):
             # "deflateraw" (mitmproxy's name) is decoded as "deflate" is, as mitmproxy does.
             self.encoding = "deflate"
-            self._zlib = zlib.decompressobj()
+            self._stream = zlib.decompressobj()
         elif self.encoding == "br":
             self._brotli = brotli.Decompressor()
         elif self.encoding == "zstd":
-            self._zstd = zstd.ZstdDecompressor()
+            self._fresh = zstd.ZstdDecompressor
         elif self.encoding != "identity":
             self.failed = f"unsupported content-encoding: {self.encoding}"
+        if self._fresh is not None:
+            self._stream = self._fresh()
 
     def decode(self, raw: bytes) -> bytes:
         """Decoded bytes for the next raw chunk; empty once capped or failed."""
@@ -77,12 +89,10 @@ class ContentDecoder:
             return b""
         room = self.cap - self.produced
         try:
-            if self._zlib is not None:
-                out = self._inflate(raw, room)
+            if self._stream is not None:
+                out = self._units(raw, room)
             elif self._brotli is not None:
                 out = self._unbrotli(raw, room)
-            elif self._zstd is not None:
-                out = self._unzstd(raw, room)
             else:
                 out = raw
         except (zlib.error, brotli.error, zstd.ZstdError) as e:
@@ -95,59 +105,64 @@ class ContentDecoder:
         self.produced += len(out)
         return out
 
-    def _inflate(self, raw: bytes, room: int) -> bytes:
-        """Inflate one chunk; a gzip body may be several members (RFC 1952 §2.2), one by one.
+    def _units(self, raw: bytes, room: int) -> bytes:
+        """Decompress one chunk: a gzip body may be several members (RFC 1952 §2.2), a zstd
+        body several frames (RFC 8878 §3.1), decoded one after another.
 
-        Bytes after the end of a finished zlib or raw DEFLATE stream are not part of the body:
-        the output before them is kept and `failed` says how many followed (rather than
-        dropping them without a word, as a bare `decompress` does with `unused_data`).
+        Bytes after the end of a deflate stream, or that do not start another member or frame,
+        are not part of the body: the output before them is kept and `failed` says how many
+        followed (rather than dropping them without a word, as a bare `decompress` does with
+        `unused_data`).
         """
         out = b""
         data = raw
         while data:
-            assert self._zlib is not None
-            if self._zlib.eof:
-                if self.encoding == "deflate":
-                    self.failed = (
-                        f"content decoding failed: {len(data)} bytes after the end of the "
-                        "deflate stream"
-                    )
-                    return out
-                # RFC 1952 §2.2: "A gzip file consists of a series of members". gzip(1) also
-                # skips zero bytes padding the end of a file; so does Python's gzip module.
-                data = data.lstrip(b"\0")
-                if not data:
-                    break
-                self._zlib = zlib.decompressobj(wbits=47)
-                try:
-                    out += self._zlib.decompress(data, room + 1 - len(out))
-                except zlib.error as e:
-                    # Keep what the earlier members gave; the rest is not gzip.
-                    self.failed = (
-                        f"content decoding failed: {len(data)} bytes after a gzip member "
-                        f"are not another member ({e})"
-                    )
-                    return out
-            else:
+            assert self._stream is not None
+            if not self._stream.eof:
                 out += self._decompress(data, room + 1 - len(out))
-                self.ended = self.ended or self._zlib.eof
+                self.ended = self.ended or self._stream.eof
+            elif self._fresh is None:
+                self.failed = (
+                    f"content decoding failed: {len(data)} bytes after the end of the "
+                    f"{self.encoding} stream"
+                )
+                return out
+            else:
+                if self.encoding != "zstd":
+                    # gzip(1) skips zero bytes padding the end of a file; so does Python's gzip.
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
+                self._stream = self._fresh()
+                try:
+                    out += self._stream.decompress(data, room + 1 - len(out))
+                except (zlib.error, zstd.ZstdError) as e:
+                    # Keep what the earlier units gave; the rest is not one.
+                    kind, unit = (
+                        ("zstd", "frame") if self.encoding == "zstd" else ("gzip", "member")
+                    )
+                    self.failed = (
+                        f"content decoding failed: {len(data)} bytes after a {kind} {unit} "
+                        f"are not another {unit} ({e})"
+                    )
+                    return out
             if len(out) > room:
                 break  # capped: what is left of the input is never read
-            data = self._zlib.unused_data if self._zlib.eof else b""
+            data = self._stream.unused_data if self._stream.eof else b""
         return out
 
     def _decompress(self, data: bytes, limit: int) -> bytes:
-        assert self._zlib is not None
+        assert self._stream is not None
         try:
-            return self._zlib.decompress(data, limit)
+            return self._stream.decompress(data, limit)
         except zlib.error:
             # "deflate" in the wild is often raw DEFLATE without the zlib wrapper (RFC 9110
             # §8.4.1.2 notes the confusion); retry once, from the first chunk only.
             if self.encoding != "deflate" or self._deflate_raw_tried or self.produced:
                 raise
             self._deflate_raw_tried = True
-            self._zlib = zlib.decompressobj(wbits=-15)
-            return self._zlib.decompress(data, limit)
+            self._stream = zlib.decompressobj(wbits=-15)
+            return self._stream.decompress(data, limit)
 
     def _unbrotli(self, raw: bytes, room: int) -> bytes:
         assert self._brotli is not None
@@ -163,31 +178,6 @@ class ContentDecoder:
         while len(out) <= room and not self._brotli.can_accept_more_data():
             out += self._brotli.process(b"", output_buffer_limit=room + 1 - len(out))
         self.ended = self._brotli.is_finished()
-        return out
-
-    def _unzstd(self, raw: bytes, room: int) -> bytes:
-        """Decompress one chunk; a zstd body may be several frames (RFC 8878 §3.1), one by one."""
-        assert self._zstd is not None
-        out = b""
-        data = raw
-        while data:
-            if self._zstd.eof:
-                self._zstd = zstd.ZstdDecompressor()
-                try:
-                    out += self._zstd.decompress(data, room + 1 - len(out))
-                except zstd.ZstdError as e:
-                    # Keep what the earlier frames gave; the rest is not zstd.
-                    self.failed = (
-                        f"content decoding failed: {len(data)} bytes after a zstd frame "
-                        f"are not another frame ({e})"
-                    )
-                    return out
-            else:
-                out += self._zstd.decompress(data, room + 1 - len(out))
-                self.ended = self.ended or self._zstd.eof
-            if len(out) > room:
-                break  # capped: what is left of the input is never read
-            data = self._zstd.unused_data if self._zstd.eof else b""
         return out
 
 
