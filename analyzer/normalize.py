@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 import polars as pl
@@ -68,6 +68,10 @@ _SEEN_PAYLOADS_MAX = 200_000
 # record of a flow that ended longer ago (only a damaged capture has one) starts a flow of its
 # own, without a request.
 _ENDED_MAX = 100_000
+
+# How `analyzer.capture.framing.ContentDecoder` words a body it could not decode (the proxy
+# records it as the stream's end error; tests/test_normalize.py ties the two together).
+DECODE_FAILURE: Final = re.compile(r"content decoding failed|unsupported content-encoding")
 
 # ---------------------------------------------------------------------------------------------
 # Canonical hashing, fast path
@@ -1028,6 +1032,11 @@ class Normalizer:
 
     def _flow_row(self, flow: _Flow) -> None:
         req = flow.req
+        if flow.capped or (flow.end_error is not None and DECODE_FAILURE.search(flow.end_error)):
+            # The proxy could not decode all of the response (an unknown or broken content
+            # coding, or past its decoding bound): what it carried is not all in the capture.
+            self.counts["undecoded_body"] += 1
+            flow.body_missing = True
         values = (
             flow.flow_id,
             flow.run_id,

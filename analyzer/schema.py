@@ -55,7 +55,7 @@ __all__ = [
 
 # Bumped whenever a normalized table changes shape or meaning: it is part of the cache key, so a
 # new analyzer never reads an old cache it would misunderstand.
-NORMALIZED_VERSION = 5
+NORMALIZED_VERSION = 6
 
 TS: pl.DataType = pl.Datetime("ns", "UTC")
 """Every timestamp: wall clock of the capturing proxy, ns since the epoch, UTC."""
@@ -141,7 +141,9 @@ RAW_FLOWS = pl.Schema(
         "streamed": _BOOL,
         "response_body_hash": _STR,
         "response_truncated_bytes": _I64,
-        "body_missing": _BOOL,  # a streamed body the input did not keep (mitm dumps)
+        # A response body not wholly in the input: a streamed body a dump did not keep, or
+        # one the proxy could not decode (an unknown or broken content coding, its bound).
+        "body_missing": _BOOL,
         "end_ts": TS,
         "end_seq": _I64,
         "end_how": END_HOW,

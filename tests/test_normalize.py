@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import zlib
 from typing import Any
 
 import polars as pl
@@ -18,6 +20,7 @@ from analyzer import jsonrpc
 from analyzer import normalize as N
 from analyzer import schema as S
 from analyzer.canonical import canonical_hash, canonical_json
+from analyzer.capture.framing import ContentDecoder
 from analyzer.normalize import Normalizer, fast_canonical_hash, normalize_records
 from tests.support.records import Capture, event, ms, req, res, sse
 
@@ -98,6 +101,49 @@ def test_bytes_withheld_from_chunks_count_as_a_truncated_response() -> None:
     c.end(f)
     row = normalize_records(c.records).flows.row(0, named=True)
     assert row["response_truncated_bytes"] == 1024
+
+
+def _undecodable(encoding: str, raw: bytes) -> str:
+    decoder = ContentDecoder(encoding)
+    decoder.decode(raw)
+    assert decoder.failed is not None
+    return decoder.failed
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        _undecodable("compress", b"x"),
+        _undecodable("gzip", b"not gzip at all"),
+        _undecodable("gzip", gzip.compress(b"data: x\n\n") + b"trailing garbage"),
+        _undecodable("deflate", zlib.compress(b"data: x\n\n") + b"garbage"),
+        _undecodable("br", b"\xff\xff\xff not br"),
+        "peer closed connection; " + _undecodable("br", b"\xff\xff\xff not br"),
+    ],
+)
+def test_a_stream_the_proxy_could_not_decode_is_a_body_missing(failure: str) -> None:
+    """However the decoder words its failure (the stream's end error), the normalizer knows it:
+    the flow's body is not all in the capture, and the input's report says so."""
+    c = Capture()
+    f = c.request(body=req("tools/call", 7, name="t", arguments={}), headers=H)
+    c.response(f, sse=True)
+    c.end(f, "complete", error=failure)
+    normalizer = Normalizer()
+    normalizer.add_all(c.records)
+    row = normalizer.finish().flows.row(0, named=True)
+    assert row["body_missing"] is True
+    assert normalizer.counts == {"undecoded_body": 1}
+
+
+def test_a_transport_error_alone_is_no_missing_body() -> None:
+    c = Capture()
+    f = c.request(body=req("tools/call", 7, name="t", arguments={}), headers=H)
+    c.response(f, sse=True)
+    c.end(f, "error", error="peer closed connection without sending complete message body")
+    normalizer = Normalizer()
+    normalizer.add_all(c.records)
+    assert normalizer.finish().flows.row(0, named=True)["body_missing"] is None
+    assert normalizer.counts == {}
 
 
 def test_messages_from_bodies_and_events_with_their_extracted_fields() -> None:

@@ -177,8 +177,8 @@ class StreamTap:
         tail = self.framer.flush()
         if tail.data or tail.withheld:
             self._chunk(tail.data, unterminated=True, at=at, withheld=tail.withheld)
-        if self.decoder.failed and not error:
-            error = self.decoder.failed
+        if self.decoder.failed:  # kept beside a transport error: the analysis looks for it
+            error = f"{error}; {self.decoder.failed}" if error else self.decoder.failed
         self.recorder.stream_end(self.flow, how, error, at=at)
 
     def _chunk(

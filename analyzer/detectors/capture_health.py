@@ -35,6 +35,7 @@ LOSSES: Final = frozenset(
         "writer_dropped",
         "addon_errors",
         "body_missing",
+        "undecoded_body",
         "har_missing_text",
         "har_bad_entry",
         "mitm_bad_flow",

@@ -114,6 +114,7 @@ DAMAGE: Mapping[str, str] = {
     "server_unreachable": "connection(s) to the upstream failed",
     "newer_minor": "file(s) of a newer schema minor version (unknown fields ignored)",
     "body_missing": "streamed response body(ies) not kept by the dump",
+    "undecoded_body": "response body(ies) the proxy could not wholly decode (content coding)",
     "har_missing_text": "response content(s) without text in the HAR",
     "har_bad_entry": "HAR entry(ies) skipped (malformed)",
     "mitm_bad_flow": "dump flow(s) skipped (unreadable)",

@@ -341,6 +341,16 @@ def test_garbage_after_a_deflate_stream_is_reported_at_stream_end() -> None:
     assert end["error"] == "content decoding failed: 7 bytes after the end of the deflate stream"
 
 
+def test_a_decoding_failure_is_kept_beside_a_transport_error() -> None:
+    tap, sink = stream_tap("deflate")
+    tap.feed(zlib.compress(b"id: 1\ndata: x\n\n") + b"garbage", (0, 0))
+    tap.end("server_closed", "peer closed connection", at=(0, 0))
+    assert sink.records[-1]["error"] == (
+        "peer closed connection; "
+        "content decoding failed: 7 bytes after the end of the deflate stream"
+    )
+
+
 def test_body_bytes_the_proxy_did_not_keep_add_to_truncated_bytes() -> None:
     rec, sink = make(body_cap=4)
     for body, dropped in ((b"abcdefgh", 100), (b"ab", 100)):

@@ -66,6 +66,7 @@ def test_clean_capture_has_no_finding() -> None:
         (Input("cap/run-1.jsonl.partial", skipped=1, counts={"torn_line": 1}), "low"),
         (Input("cap", counts={"seq_gap": 3}, warnings=("3 record(s) missing",)), "low"),
         (Input("cap", counts={"missing_close": 1}, warnings=("1 unclean stop",)), "low"),
+        (Input("cap", counts={"undecoded_body": 2}, warnings=("2 not decoded",)), "low"),
         (
             Input("cap.jsonl", counts={"bom": 1}, warnings=("1 byte order mark(s) stripped",)),
             "info",

@@ -113,6 +113,25 @@ def withheld_event(c: Capture) -> None:
     c.end(f, "complete")
 
 
+def undecoded_stream(c: Capture) -> None:
+    """The proxy could not decode the result stream (a content coding it does not know): the
+    response may be in what it could not record."""
+    initialized(c)
+    f = c.request(body=req("tools/call", 10, name="t", arguments={}), headers=S1)
+    c.response(f, sse=True)
+    c.end(f, "complete", error="unsupported content-encoding: compress")
+
+
+def capped_stream(c: Capture) -> None:
+    """The proxy stopped decoding the stream at its bound: the rest was not recorded."""
+    initialized(c)
+    f = c.request(body=req("tools/call", 11, name="t", arguments={}), headers=S1)
+    c.response(f, sse=True)
+    c.chunk(f, sse(event(req("notifications/progress", progressToken=1, progress=1), id="e1")), n=0)
+    c.records[-1]["decompress_capped"] = True
+    c.end(f, "complete")
+
+
 def answered_in_json_and_on_get(c: Capture) -> None:
     """Clean: one request answered in a JSON body, one 202 answered on the GET stream."""
     initialized(c)
@@ -133,6 +152,8 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
     (still_open_at_capture_end, [("info", ["5"])]),
     (torn_tail, [("info", ["8"])]),
     (withheld_event, [("info", ["9"])]),
+    (undecoded_stream, [("info", ["10"])]),
+    (capped_stream, [("info", ["11"])]),
     (cancelled, []),
     (sessionless_client_closed, []),
     (listen, []),
