@@ -29,6 +29,9 @@ _BOUNDARY = re.compile(rb"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)")
 
 DEFAULT_EVENT_CAP = 1 << 20
 DEFAULT_DECODE_CAP = 64 << 20
+# "deflate" whose first bytes read as a zlib header yet are raw DEFLATE is retried raw from the
+# first byte, if no more than this came before the error (in practice a few bytes).
+_DEFLATE_HEAD_CAP = 64 << 10
 
 
 class _Decompressor(Protocol):
@@ -48,12 +51,20 @@ class ContentDecoder:
     (and hands out at most what is left of `cap`): a decompression bomb costs its head only.
     `ended` says that the compressed stream (its first gzip member or zstd frame) was read to
     its end, so that a later `failed` is about bytes after it, not about the stream itself.
+
+    Several codings (`gzip, br`: listed in the order applied, RFC 9110 §8.4) are undone in
+    reverse order by a chain of decoders, one a coding, each bounded by `cap` as one alone is:
+    `capped` when the final output reached the cap or an inner stage did (the rest cannot be
+    decoded then), `failed` the first stage's failure, `ended` when every stage ended.
     """
 
     SUPPORTED = ("identity", "none", "gzip", "x-gzip", "deflate", "deflateraw", "br", "zstd")
 
     def __init__(self, content_encoding: str | None, cap: int = DEFAULT_DECODE_CAP) -> None:
-        self.encoding = (content_encoding or "identity").strip().lower() or "identity"
+        names = [name.strip().lower() for name in (content_encoding or "").split(",")]
+        # Empty list elements are ignored (RFC 9110 §5.6.1); so is "identity", which is none.
+        names = [name for name in names if name not in ("", "identity", "none")]
+        self.encoding = ", ".join(names) or "identity"
         self.cap = cap
         self.produced = 0
         self.capped = False
@@ -64,16 +75,24 @@ class ContentDecoder:
         self._stream: _Decompressor | None = None
         self._fresh: Callable[[], _Decompressor] | None = None
         self._brotli: brotli.Decompressor | None = None
-        self._deflate_raw_tried = False
-        if self.encoding == "none":
-            self.encoding = "identity"  # mitmproxy's name for it
-        if self.encoding in ("gzip", "x-gzip"):
+        # Raw DEFLATE's first bytes may pass for a zlib header (one byte always does): the
+        # input fed while nothing came out of it, replayed if it turns out not to be zlib.
+        self._deflate_head: bytearray | None = None
+        # Several codings: the decoders of each, in the order they are undone.
+        self._stages: list[ContentDecoder] = []
+        if len(names) > 1:
+            self._stages = [ContentDecoder(name, cap) for name in reversed(names)]
+            unknown = next((stage for stage in self._stages if stage.failed), None)
+            if unknown is not None:
+                self.failed = f"{unknown.failed} (in {self.encoding})"
+        elif self.encoding in ("gzip", "x-gzip"):
             # wbits=47: zlib detects a gzip or a zlib header by itself.
             self._fresh = partial(zlib.decompressobj, wbits=47)
         elif self.encoding in ("deflate", "deflateraw"):
             # "deflateraw" (mitmproxy's name) is decoded as "deflate" is, as mitmproxy does.
             self.encoding = "deflate"
             self._stream = zlib.decompressobj()
+            self._deflate_head = bytearray()
         elif self.encoding == "br":
             self._brotli = brotli.Decompressor()
         elif self.encoding == "zstd":
@@ -87,6 +106,8 @@ class ContentDecoder:
         """Decoded bytes for the next raw chunk; empty once capped or failed."""
         if self.capped or self.failed or not raw:
             return b""
+        if self._stages:
+            return self._chain(raw)
         room = self.cap - self.produced
         try:
             if self._stream is not None:
@@ -103,6 +124,18 @@ class ContentDecoder:
         if len(out) >= room:
             self.capped = True
         self.produced += len(out)
+        return out
+
+    def _chain(self, raw: bytes) -> bytes:
+        """Decode a chunk through every stage; each hands the next at most `cap` bytes."""
+        out = raw
+        for stage in self._stages:
+            out = stage.decode(out)
+            if stage.failed and not self.failed:
+                self.failed = f"{stage.failed} (undoing {stage.encoding} of {self.encoding})"
+            self.capped = self.capped or stage.capped
+        self.ended = all(stage.ended for stage in self._stages)
+        self.produced = self._stages[-1].produced
         return out
 
     def _units(self, raw: bytes, room: int) -> bytes:
@@ -153,16 +186,25 @@ class ContentDecoder:
 
     def _decompress(self, data: bytes, limit: int) -> bytes:
         assert self._stream is not None
+        head = self._deflate_head
+        if head is not None:
+            # Kept while nothing came out, up to a bound (a zlib header is 2 bytes).
+            head += data
+            if len(head) > _DEFLATE_HEAD_CAP:
+                self._deflate_head = head = None
         try:
-            return self._stream.decompress(data, limit)
+            out = self._stream.decompress(data, limit)
         except zlib.error:
             # "deflate" in the wild is often raw DEFLATE without the zlib wrapper (RFC 9110
-            # §8.4.1.2 notes the confusion); retry once, from the first chunk only.
-            if self.encoding != "deflate" or self._deflate_raw_tried or self.produced:
+            # §8.4.1.2 notes the confusion); retry once, from the first byte.
+            if head is None:
                 raise
-            self._deflate_raw_tried = True
+            self._deflate_head = None
             self._stream = zlib.decompressobj(wbits=-15)
-            return self._stream.decompress(data, limit)
+            return self._stream.decompress(bytes(head), limit)
+        if out:
+            self._deflate_head = None  # zlib it is
+        return out
 
     def _unbrotli(self, raw: bytes, room: int) -> bytes:
         assert self._brotli is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -25,9 +26,10 @@ import pytest
 from addons.proxy import mitmdump_args
 from addons.seamwatch_capture import _DECODE_STEP, _decoded
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
+from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
 from tests.support.origin import Origin, Script
-from tests.support.proxy import ROOT, Proxy, free_port, read_records, wait_port
+from tests.support.proxy import ROOT, Proxy, free_port, read_records, run_proxy, wait_port
 
 if sys.version_info >= (3, 14):  # pragma: no cover
     from compression import zstd
@@ -110,8 +112,8 @@ def peak_rss(pid: int) -> int:
     raise AssertionError(f"no VmHWM for process {pid}")
 
 
-def body_of(record: dict[str, Any]) -> bytes:
-    data = record["body"]
+def body_of(record: dict[str, Any], key: str = "body") -> bytes:
+    data = record[key]
     return data["text"].encode() if "text" in data else base64.b64decode(data["b64"])
 
 
@@ -182,3 +184,78 @@ def test_bombs_both_ways_pass_untouched_and_are_recorded_within_the_cap(
         # decodes from a small part of the ~250 KB of gzip).
         assert record["body"]["truncated_bytes"] > len(raw) // 2
     assert [r["how"] for r in records if r["kind"] == "stream_end"] == ["complete"] * 3
+
+
+# -- several codings through the real proxy -------------------------------------------------
+
+
+def gzip_then_br(events: list[bytes]) -> list[bytes]:
+    """Each event as a write of `Content-Encoding: gzip, br` (gzip applied first), flushed."""
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    br = brotli.Compressor()
+    writes = []
+    for i, event in enumerate(events):
+        last = i == len(events) - 1
+        inner = gz.compress(event) + gz.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+        writes.append(br.process(inner) + (br.finish() if last else br.flush()))
+    return writes
+
+
+@pytest.mark.timeout(60)
+def test_an_sse_stream_sent_as_gzip_then_br_is_recorded_decoded(tmp_path: Path) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    result = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    events = [
+        b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
+        b'"params":{"level":"info","data":"starting"}}\n\n',
+        b"event: message\ndata: "
+        + json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode()
+        + b"\n\n",
+    ]
+    writes = gzip_then_br(events)
+    out = tmp_path / "cap"
+    with Origin() as origin, run_proxy(origin.url, out) as proxy:
+        origin.scripts["/mcp"] = Script(
+            headers=[
+                ("Content-Type", "text/event-stream"),
+                ("Content-Encoding", "gzip, br"),
+                ("Mcp-Session-Id", "s-1"),
+            ],
+            writes=writes,
+        )
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream(
+                "POST",
+                proxy.url + "/mcp",
+                json=init,
+                headers={"Accept": "application/json, text/event-stream"},
+            ) as r,
+        ):
+            assert r.headers["content-encoding"] == "gzip, br"
+            got = b"".join(r.iter_raw())
+    assert got == b"".join(writes)  # the client got the upstream's bytes, unchanged
+    records = read_records(out)
+    for record in records:
+        RECORD_ADAPTER.validate_python(record)
+    chunks = [r for r in records if r["kind"] == "chunk"]
+    assert b"".join(body_of(c, "data") for c in chunks) == b"".join(events)
+    assert all(c["content_encoding"] == "gzip, br" for c in chunks)
+    (end,) = [r for r in records if r["kind"] == "stream_end"]
+    assert end["how"] == "complete" and not end.get("error")
+    report = tmp_path / "report.json"
+    assert analyze_main(["analyze", str(out), "--format", "json", "--out", str(report)]) == 0
+    assert json.loads(report.read_text())["findings"] == []

@@ -248,3 +248,113 @@ def test_one_bomb_chunk_inflates_no_further_than_the_cap(encoding_name: str) -> 
     assert out == bytes(1 << 20)
     assert decoder.capped and decoder.produced == 1 << 20 and decoder.failed is None
     assert decoder.decode(raw) == b""
+
+
+# -- several codings (RFC 9110 §8.4: listed in the order applied, undone in reverse) -------
+
+CODINGS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "br": brotli.compress,
+    "zstd": lambda data: encoding.encode(data, "zstd"),
+}
+
+
+@pytest.mark.parametrize("step", [1, 7, 1 << 16])
+@pytest.mark.parametrize("first", list(CODINGS))
+@pytest.mark.parametrize("second", list(CODINGS))
+def test_decoder_undoes_two_codings_in_reverse_order(first: str, second: str, step: int) -> None:
+    raw = CODINGS[second](CODINGS[first](STREAM))
+    decoder = ContentDecoder(f"{first}, {second}")
+    assert decoder.encoding == f"{first}, {second}"
+    out = b"".join(decoder.decode(raw[i : i + step]) for i in range(0, len(raw), step))
+    assert out == STREAM
+    assert decoder.ended and decoder.produced == len(STREAM)
+    assert decoder.failed is None and not decoder.capped
+
+
+def test_decoder_reads_a_list_loosely_and_drops_identity() -> None:
+    decoder = ContentDecoder(" Identity , GZIP,")
+    assert decoder.encoding == "gzip"  # one coding: decoded as "gzip" alone is
+    assert decoder.decode(gzip.compress(STREAM)) == STREAM
+    decoder = ContentDecoder("gzip ,identity,  BR")
+    assert decoder.decode(brotli.compress(gzip.compress(STREAM))) == STREAM
+    assert ContentDecoder("identity, none").encoding == "identity"
+
+
+def test_decoder_fails_on_an_unknown_coding_anywhere_in_a_list() -> None:
+    for header in ("gzip, compress", "compress, gzip"):
+        decoder = ContentDecoder(header)
+        assert decoder.failed == f"unsupported content-encoding: compress (in {header})"
+        assert decoder.decode(gzip.compress(STREAM)) == b""
+
+
+def test_decoder_names_the_coding_that_failed_in_a_chain() -> None:
+    # br undone first, fine; what it gives is not gzip.
+    decoder = ContentDecoder("gzip, br")
+    assert decoder.decode(brotli.compress(b"not gzip at all")) == b""
+    assert decoder.failed is not None
+    assert decoder.failed.startswith("content decoding failed: ")
+    assert decoder.failed.endswith("(undoing gzip of gzip, br)")
+    # Bytes after the br stream: the output before them is kept, the br stage says so.
+    decoder = ContentDecoder("gzip, br")
+    assert decoder.decode(brotli.compress(gzip.compress(STREAM))) == STREAM
+    assert decoder.ended
+    assert decoder.decode(b"trailing") == b""
+    assert decoder.failed == (
+        "content decoding failed: 8 bytes after the end of the br stream (undoing br of gzip, br)"
+    )
+
+
+def _stored_gzip_bomb(size: int) -> bytes:
+    """`size` zero bytes as gzip without compression (level 0), then br: only br inflates."""
+    block = bytes(1 << 20)
+    gz = zlib.compressobj(0, zlib.DEFLATED, 31)
+    br = brotli.Compressor(quality=5)
+    parts = [br.process(gz.compress(block)) for _ in range(size >> 20)]
+    return b"".join(parts) + br.process(gz.flush()) + br.finish()
+
+
+@pytest.mark.parametrize("bomb_in", ["gzip, applied first", "br, applied last"])
+def test_a_bomb_at_either_stage_of_a_chain_inflates_no_further_than_the_cap(
+    bomb_in: str,
+) -> None:
+    cap = 1 << 20
+    if bomb_in == "gzip, applied first":
+        gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+        zeros = b"".join(gz.compress(bytes(1 << 20)) for _ in range(128)) + gz.flush()
+        raw = brotli.compress(zeros)  # br gives ~128 KiB of gzip, which gives 128 MiB
+    else:
+        raw = _stored_gzip_bomb(64 << 20)  # br gives 64 MiB (of stored gzip)
+    assert len(raw) < 1 << 20
+    decoder = ContentDecoder("gzip, br", cap=cap)
+    tracemalloc.start()
+    try:
+        out = decoder.decode(raw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * cap, f"decoding took {peak} bytes at its peak"
+    assert decoder.capped and decoder.failed is None
+    # The gzip stage gets at most the cap of stored gzip: a little less than the cap out.
+    assert cap - 1024 < len(out) <= cap and out == bytes(len(out))
+    assert decoder.produced == len(out)
+    assert decoder.decode(raw) == b""
+
+
+# -- "deflate" that is raw DEFLATE, its first chunk too small to tell ------------------------
+
+
+@pytest.mark.parametrize("first", [1, 2, 3])
+def test_raw_deflate_is_decoded_whatever_the_size_of_its_first_chunk(first: int) -> None:
+    raw = zlib.compress(STREAM, wbits=-15)
+    decoder = ContentDecoder("deflate")
+    assert decoder.decode(raw[:first]) + decoder.decode(raw[first:]) == STREAM
+    assert decoder.failed is None and decoder.ended
+
+
+def test_raw_deflate_fed_a_byte_at_a_time_is_decoded() -> None:
+    raw = zlib.compress(STREAM, wbits=-15)
+    decoder = ContentDecoder("deflate")
+    assert b"".join(decoder.decode(raw[i : i + 1]) for i in range(len(raw))) == STREAM
+    assert decoder.failed is None and decoder.ended
