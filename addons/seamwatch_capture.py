@@ -14,6 +14,7 @@ import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from mitmproxy import ctx, exceptions, http, tls
 from mitmproxy.proxy import server_hooks
@@ -79,14 +80,23 @@ class _Body:
         self.raw += chunk
 
 
-def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> tuple[bytes, int]:
+class _Decoded(NamedTuple):
+    """A body as its record holds it: `body` (decoded, at most the cap), `dropped` (bytes not
+    kept: its `truncated_bytes`), `error` (why it is kept still encoded, if it is)."""
+
+    body: bytes
+    dropped: int = 0
+    error: str | None = None
+
+
+def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> _Decoded:
     """The body after content decoding, at most `DEFAULT_BODY_CAP` bytes of it, and how many
     bytes of it the record does not keep (its `truncated_bytes`).
 
     As mitmproxy's `get_content(strict=False)` gives it, but never decoding more than the cap
     (+1 byte, to know that the body goes on): a 64 MiB gzip of zeros would inflate to ~64 GB.
-    An unknown encoding, or a stream that fails to decode, is kept as it came (raw), except
-    that a body the upstream broke off keeps what of it inflated.
+    An unknown encoding, or a stream that fails to decode, is kept as it came (raw), with the
+    reason as `error`, except that a body the upstream broke off keeps what of it inflated.
 
     The count of bytes not kept is exact when nothing is decoded or the decoded body fits
     within the cap. When decoding stopped at the cap, the decoded total is unknown (finding
@@ -94,9 +104,10 @@ def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> tuple
     plus the encoded bytes never handed to the decoder (those in the step that reached the
     cap are not counted), a lower bound that is never 0 for a body cut short.
     """
-    if content_encoding:
-        decoder = ContentDecoder(content_encoding, DEFAULT_BODY_CAP + 1)
-        if decoder.encoding != "identity" and not decoder.failed:
+    decoder = ContentDecoder(content_encoding, DEFAULT_BODY_CAP + 1)
+    error = None
+    if raw and decoder.encoding != "identity":
+        if not decoder.failed:
             parts: list[bytes] = []
             fed = 0
             while fed < len(raw) and not (decoder.capped or decoder.failed):
@@ -105,17 +116,31 @@ def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> tuple
             body = b"".join(parts)
             del parts
             if decoder.capped:
-                return body[:DEFAULT_BODY_CAP], decoder.produced - DEFAULT_BODY_CAP + len(raw) - fed
+                dropped = decoder.produced - DEFAULT_BODY_CAP + len(raw) - fed
+                return _Decoded(body[:DEFAULT_BODY_CAP], dropped)
             # A stream read to its end is the body (bytes after it are dropped, as mitmproxy
             # drops them after gzip and deflate). One that failed or stopped short inside
             # is left raw, as mitmproxy leaves it, except that its gzip decoding keeps what a
             # truncated stream inflated, and that a body the upstream broke off keeps that.
             lenient = decoder.encoding in ("gzip", "x-gzip") and not decoder.failed
             if decoder.ended or lenient or (broken and body):
-                return body, 0
-    if len(raw) <= DEFAULT_BODY_CAP:
-        return raw, 0
-    return raw[:DEFAULT_BODY_CAP], len(raw) - DEFAULT_BODY_CAP
+                return _Decoded(body)
+        error = (
+            decoder.failed or f"content decoding failed: the {decoder.encoding} stream ended early"
+        )
+    return _Decoded(raw[:DEFAULT_BODY_CAP], max(0, len(raw) - DEFAULT_BODY_CAP), error)
+
+
+def _body_fields(body: _Decoded | None) -> dict[str, object]:
+    """The body fields of `CaptureClient.request` / `response` (as `Recorder` takes them)."""
+    if body is None:
+        return {"body": None}
+    fields: dict[str, object] = {"body": body.body}
+    if body.dropped:
+        fields["body_dropped"] = body.dropped
+    if body.error:
+        fields["body_decode_error"] = body.error
+    return fields
 
 
 class SeamwatchCapture:
@@ -194,38 +219,32 @@ class SeamwatchCapture:
             self.client.count_error()
         log.debug("seamwatch capture error in %s", where, exc_info=True)
 
-    def _response(
-        self, flow: http.HTTPFlow, *, streamed: bool, body: bytes | None, dropped: int = 0
-    ) -> None:
+    def _response(self, flow: http.HTTPFlow, *, streamed: bool, body: _Decoded | None) -> None:
         assert self.client is not None and flow.response is not None
-        fields: dict[str, object] = {}
-        if dropped:
-            fields["body_dropped"] = dropped
         self.client.response(
             flow.id,
             status=flow.response.status_code,
             http_version=flow.response.http_version,
             headers=list(flow.response.headers.items(multi=True)),
             upstream=_addr(flow.server_conn.peername),
-            body=body,
             streamed=streamed,
-            **fields,
+            **_body_fields(body),
         )
 
-    def _body(self, flow: http.HTTPFlow, *, broken: bool) -> tuple[bytes | None, int]:
-        """A non-SSE response's body (content decoded, cut at the cap) and the bytes not kept."""
+    def _body(self, flow: http.HTTPFlow, *, broken: bool) -> _Decoded | None:
+        """A non-SSE response's body (content decoded, cut at the cap), None when it has none."""
         assert flow.response is not None
         kept = self.bodies.pop(flow.id, None)
         ce = flow.response.headers.get("content-encoding")
         if flow.response.raw_content is not None or kept is None:
             # mitmproxy buffered it after all (no body, or another addon's choice).
             raw = flow.response.raw_content
-            return (None, 0) if raw is None else _decoded(raw, ce, broken=broken)
+            return None if raw is None else _decoded(raw, ce, broken=broken)
         # The record keeps at most the cap (the rest counts in truncated_bytes): only that
         # crosses the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory
         # whole). The raw bytes past `_BODY_KEEP` count too.
-        body, cut = _decoded(bytes(kept.raw), ce, broken=broken)
-        return body, kept.dropped + cut
+        decoded = _decoded(bytes(kept.raw), ce, broken=broken)
+        return decoded._replace(dropped=kept.dropped + decoded.dropped)
 
     def request(self, flow: http.HTTPFlow) -> None:
         if self.client is None:
@@ -234,11 +253,9 @@ class SeamwatchCapture:
             req = flow.request
             # Decoded within the cap, as a response body is: a client's small gzip bomb must
             # not inflate whole in the proxy. What the upstream gets is `req`, untouched.
-            body, dropped = (None, 0)
+            body = None
             if req.raw_content is not None:
-                body, dropped = _decoded(
-                    req.raw_content, req.headers.get("content-encoding"), broken=False
-                )
+                body = _decoded(req.raw_content, req.headers.get("content-encoding"), broken=False)
             self.client.request(
                 flow.id,
                 method=req.method,
@@ -249,8 +266,7 @@ class SeamwatchCapture:
                 headers=list(req.headers.items(multi=True)),
                 client=_addr(flow.client_conn.peername) or "",
                 upstream=_addr(flow.server_conn.peername) or _addr(flow.server_conn.address),
-                body=body,
-                body_dropped=dropped,
+                **_body_fields(body),
             )
         except Exception:
             self._failed("request")
@@ -304,8 +320,7 @@ class SeamwatchCapture:
             if flow.id in self.streaming:
                 self.streaming.discard(flow.id)
             else:
-                body, dropped = self._body(flow, broken=False)
-                self._response(flow, streamed=False, body=body, dropped=dropped)
+                self._response(flow, streamed=False, body=self._body(flow, broken=False))
             self.client.stream_end(flow.id, "complete")
         except Exception:
             self._failed("response")
@@ -318,8 +333,7 @@ class SeamwatchCapture:
                 self.streaming.discard(flow.id)
             elif flow.response is not None:
                 # A non-SSE response that broke mid-body: keep what arrived.
-                body, dropped = self._body(flow, broken=True)
-                self._response(flow, streamed=False, body=body, dropped=dropped)
+                self._response(flow, streamed=False, body=self._body(flow, broken=True))
             self.client.stream_end(flow.id, _end_how(flow), flow.error.msg if flow.error else None)
         except Exception:
             self._failed("error")

@@ -69,7 +69,7 @@ _SEEN_PAYLOADS_MAX = 200_000
 # own, without a request.
 _ENDED_MAX = 100_000
 
-# How `analyzer.capture.framing.ContentDecoder` words a body it could not decode (the proxy
+# How `analyzer.capture.framing.ContentDecoder` words a stream it could not decode (the proxy
 # records it as the stream's end error; tests/test_normalize.py ties the two together).
 DECODE_FAILURE: Final = re.compile(r"content decoding failed|unsupported content-encoding")
 
@@ -494,6 +494,7 @@ class _Flow:
         "status",
         "streamed",
         "tail_bytes",
+        "undecoded",
         "unreachable",
     )
 
@@ -542,6 +543,7 @@ class _Flow:
         self.tail_bytes: int | None = None
         self.endpoint_url: str | None = None
         self.capped: bool | None = None
+        self.undecoded = False  # the proxy could not undo the response's content coding
         self.unreachable: str | None = None
 
 
@@ -757,6 +759,7 @@ class Normalizer:
         body = record.get("body")
         if body is not None:
             raw, flow.response_body_hash, flow.response_truncated = self._body(body)
+            flow.undecoded = bool(body.get("decode_error"))
             if raw and ctype is not None and "json" in ctype:
                 self._body_messages(flow, raw, record, "response_body", "s2c", request=False)
             elif raw and ctype == "text/event-stream":
@@ -827,7 +830,9 @@ class Normalizer:
         flow.end_ts = record["ts_ns"]
         flow.end_seq = record["seq"]
         flow.end_how = record["how"]
-        flow.end_error = record.get("error")
+        flow.end_error = error = record.get("error")
+        if isinstance(error, str) and DECODE_FAILURE.search(error):
+            flow.undecoded = True
         if flow.decoder is not None:
             self._close_decoder(flow)
         # Every flow of a capture ends with its stream_end: write its row now, so that memory
@@ -1032,7 +1037,7 @@ class Normalizer:
 
     def _flow_row(self, flow: _Flow) -> None:
         req = flow.req
-        if flow.capped or (flow.end_error is not None and DECODE_FAILURE.search(flow.end_error)):
+        if flow.capped or flow.undecoded:
             # The proxy could not decode all of the response (an unknown or broken content
             # coding, or past its decoding bound): what it carried is not all in the capture.
             self.counts["undecoded_body"] += 1

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 1  # 1.1: `redaction.query_keys`
+SCHEMA_MINOR = 2  # 1.1: `redaction.query_keys`; 1.2: `decode_error` of a body
 SCHEMA = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 StreamEndHow = Literal["complete", "client_closed", "server_closed", "error", "open_at_shutdown"]
@@ -21,13 +21,16 @@ ReplicaSource = Literal["header", "upstream"]
 
 
 class Body(BaseModel):
-    """Bytes on the wire: `text` when valid UTF-8, else `b64`; `truncated_bytes` past the cap."""
+    """Bytes on the wire: `text` when valid UTF-8, else `b64`; `truncated_bytes` past the cap;
+    `decode_error` when the body could not be undone from its Content-Encoding (then the bytes
+    are as they came, still encoded)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: str | None = None
     b64: str | None = None
     truncated_bytes: int | None = None
+    decode_error: str | None = None  # 1.2
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Body:

@@ -239,13 +239,17 @@ class Recorder:
         self.sink.count_redacted(count)
         return text.encode("utf-8", "surrogateescape")
 
-    def _body(self, body: bytes | None, dropped: int = 0) -> dict[str, object] | None:
+    def _body(
+        self, body: bytes | None, dropped: int = 0, decode_error: str | None = None
+    ) -> dict[str, object] | None:
         if body is None:
             return None
         out = body_from_bytes(self.redacted(body), self.body_cap)
         if dropped:
             cut = out.get("truncated_bytes")
             out["truncated_bytes"] = (cut if isinstance(cut, int) else 0) + dropped
+        if decode_error:
+            out["decode_error"] = decode_error
         return out
 
     def request(
@@ -262,12 +266,14 @@ class Recorder:
         upstream: str | None,
         body: bytes | None,
         body_dropped: int = 0,
+        body_decode_error: str | None = None,
         at: Stamp | None = None,
     ) -> None:
         """Record a request with its (decoded) body.
 
         `body_dropped` counts bytes of the body that the proxy did not keep (past its bound):
-        they add to the body's `truncated_bytes`, as a response's do.
+        they add to the body's `truncated_bytes`, as a response's do. `body_decode_error` says
+        why the body is recorded still encoded (its Content-Encoding could not be undone).
         """
         path, count = self.redactor.path(path)
         if count:
@@ -283,7 +289,7 @@ class Recorder:
             headers=self._headers(headers),
             client=client,
             upstream=upstream,
-            body=self._body(body, body_dropped),
+            body=self._body(body, body_dropped, body_decode_error),
         )
         self.sink.submit(record)
 
@@ -298,12 +304,13 @@ class Recorder:
         body: bytes | None,
         streamed: bool,
         body_dropped: int = 0,
+        body_decode_error: str | None = None,
         at: Stamp | None = None,
     ) -> StreamTap | None:
         """Record a response; a streamed one returns the tap that records its chunks.
 
         `body_dropped` counts bytes of the body that the proxy did not keep (past its bound):
-        they add to the body's `truncated_bytes`.
+        they add to the body's `truncated_bytes`; `body_decode_error`: as for a request.
         """
         replica: str | None = None
         source: str | None = None
@@ -321,7 +328,7 @@ class Recorder:
             replica=replica,
             replica_source=source,
             streamed=streamed,
-            body=None if streamed else self._body(body, body_dropped),
+            body=None if streamed else self._body(body, body_dropped, body_decode_error),
         )
         self.sink.submit(record)
         if not streamed:

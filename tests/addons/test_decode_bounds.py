@@ -74,7 +74,8 @@ def test_a_bomb_decodes_to_the_cap_and_counts_what_was_not_decoded(
         tracemalloc.stop()
     # The head is decoded once and copied at most twice more (joined, cut): a few caps.
     assert peak < 4 * CAP, f"decoding took {peak >> 20} MiB at its peak"
-    body, not_kept = result
+    body, not_kept, error = result
+    assert error is None  # cut at the cap, not undecodable
     assert body == b"a" * CAP
     # The decoded byte past the cap, plus the encoded bytes never handed to the decoder
     # (it is handed whole steps of them).
@@ -87,9 +88,31 @@ def test_a_bomb_decodes_to_the_cap_and_counts_what_was_not_decoded(
 @pytest.mark.parametrize("content_encoding", ["gzip", "br", "zstd"])
 def test_a_body_one_byte_past_the_cap_counts_that_byte(content_encoding: str) -> None:
     over = bomb(content_encoding, 8 * MIB, tail=b"z")
-    assert _decoded(over, content_encoding, broken=False) == (b"a" * CAP, 1)
+    assert _decoded(over, content_encoding, broken=False) == (b"a" * CAP, 1, None)
     whole = bomb(content_encoding, 8 * MIB)
-    assert _decoded(whole, content_encoding, broken=False) == (b"a" * CAP, 0)
+    assert _decoded(whole, content_encoding, broken=False) == (b"a" * CAP, 0, None)
+
+
+@pytest.mark.parametrize(
+    ("content_encoding", "raw", "error"),
+    [
+        ("compress", b"\x1f\x9d plain?", "unsupported content-encoding: compress"),
+        ("gzip", b'{"jsonrpc":"2.0"}', "content decoding failed: Error -3 while decompressing"),
+        ("br", brotli.compress(b'{"id":1}')[:-2], "content decoding failed: the br stream ended"),
+    ],
+    ids=["unknown coding", "says gzip, is not", "br cut short"],
+)
+def test_a_body_that_cannot_be_decoded_is_kept_encoded_and_says_why(
+    content_encoding: str, raw: bytes, error: str
+) -> None:
+    body, dropped, said = _decoded(raw, content_encoding, broken=False)
+    assert (body, dropped) == (raw, 0)
+    assert said is not None and said.startswith(error)
+
+
+@pytest.mark.parametrize("content_encoding", [None, "identity", "gzip", "br", "zstd"])
+def test_an_empty_or_plain_body_has_no_decode_error(content_encoding: str | None) -> None:
+    assert _decoded(b"", content_encoding, broken=False) == (b"", 0, None)
 
 
 # -- through the real proxy -----------------------------------------------------------------
@@ -259,3 +282,34 @@ def test_an_sse_stream_sent_as_gzip_then_br_is_recorded_decoded(tmp_path: Path) 
     report = tmp_path / "report.json"
     assert analyze_main(["analyze", str(out), "--format", "json", "--out", str(report)]) == 0
     assert json.loads(report.read_text())["findings"] == []
+
+
+@pytest.mark.timeout(60)
+def test_a_json_answer_the_proxy_cannot_decode_is_a_capture_gap_not_a_lost_response(
+    tmp_path: Path,
+) -> None:
+    """An upstream answering in a coding the proxy does not know: the body is recorded as it
+    came, saying why; the analysis says the capture has a gap (capture-health), not that the
+    server lost the response (which the client, knowing the coding, did get)."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    encoded = b"\x1f\x9d\x90" + json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
+    out = tmp_path / "cap"
+    with Origin() as origin, run_proxy(origin.url, out) as proxy:
+        origin.scripts["/mcp"] = Script(
+            headers=[("Content-Type", "application/json"), ("Content-Encoding", "compress")],
+            writes=[encoded],
+        )
+        with httpx.Client(timeout=10) as client:
+            r = client.post(proxy.url + "/mcp", json=ping)
+            assert r.content == encoded  # httpx leaves an unknown coding as it is
+    records = read_records(out)
+    for record in records:
+        RECORD_ADAPTER.validate_python(record)
+    (response,) = [r for r in records if r["kind"] == "response"]
+    assert body_of(response) == encoded
+    assert response["body"]["decode_error"] == "unsupported content-encoding: compress"
+    report = tmp_path / "report.json"
+    code = analyze_main(["analyze", str(out), "--format", "json", "--out", str(report)])
+    found = {(f["detector"], f["severity"]) for f in json.loads(report.read_text())["findings"]}
+    assert found == {("capture-health", "low"), ("lost-response", "info")}
+    assert code == 0  # nothing at medium or above
