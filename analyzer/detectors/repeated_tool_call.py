@@ -129,6 +129,7 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     )
     low = pl.col("severity") == "low"
     evidence = ("flow_ids", "stream_ids", "request_ids")
+    calls_in_run = pl.col("flow_ids").list.len()  # one HTTP exchange a call (ids may repeat)
     runs = (
         repeats.filter(low)
         .sort("last_ts", "first_ts")  # each run's calls in the order they were sent
@@ -148,12 +149,12 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
             pl.format(
                 "tools/call {} repeated with the same arguments ({} calls, idempotent)",
                 pl.col("fingerprint_extra").list.first(),
-                pl.col("request_ids").list.len(),
+                calls_in_run,
             ).alias("title"),
             pl.format(
                 _RUN_DETAIL,
                 pl.col("fingerprint_extra").list.first(),
-                pl.col("request_ids").list.len(),
+                calls_in_run,
                 pl.col("request_ids").list.join(", "),
                 ((pl.col("last_ts") - pl.col("first_ts")).dt.total_milliseconds() / 1000)
                 .round(1)

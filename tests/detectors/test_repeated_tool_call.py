@@ -383,6 +383,17 @@ def test_an_idempotent_tool_repeated_many_times_is_one_low_finding() -> None:
     assert low["flow_ids"] == ["f3", "f4", "f5", "f6", "f7"]
 
 
+def test_a_run_counts_calls_even_when_they_reuse_one_id() -> None:
+    def same_id(c: Capture) -> None:
+        _init(c, "S1")
+        for _ in range(3):
+            _call(c, "S1", 9, name="upsert")
+
+    (row,) = _findings(same_id)
+    assert row["request_ids"] == ["9"]
+    assert "(3 calls, idempotent)" in row["title"] and "sent 3 times" in row["detail"]
+
+
 def test_what_to_change_follows_whether_the_first_call_was_lost() -> None:
     (lost,) = _findings(broken_then_reissued_key_order_and_space)
     (kept,) = _findings(delivered_then_repeated)
