@@ -14,7 +14,6 @@ import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from mitmproxy import ctx, exceptions, http, tls
 from mitmproxy.proxy import server_hooks
@@ -26,7 +25,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from analyzer import __version__  # noqa: E402
-from analyzer.capture.framing import ContentDecoder  # noqa: E402
+from analyzer.capture.framing import Decoded, decode_body  # noqa: E402
 from analyzer.capture.pipeline import CaptureClient  # noqa: E402
 from analyzer.capture.recorder import DEFAULT_BODY_CAP, is_event_stream  # noqa: E402
 from analyzer.capture.writer import CaptureError  # noqa: E402
@@ -37,9 +36,6 @@ log = logging.getLogger(__name__)
 # Raw bytes of a non-SSE body kept for its response record; the recorder keeps 8 MiB of it
 # decoded. mitmproxy used to buffer the whole body, without a bound.
 _BODY_KEEP = 64 << 20
-# Encoded bytes handed to the decoder at a time: once the record's cap is reached the rest
-# is never read, and counted as not kept.
-_DECODE_STEP = 16 << 10
 
 
 def _addr(address: object) -> str | None:
@@ -80,58 +76,7 @@ class _Body:
         self.raw += chunk
 
 
-class _Decoded(NamedTuple):
-    """A body as its record holds it: `body` (decoded, at most the cap), `dropped` (bytes not
-    kept: its `truncated_bytes`), `error` (why it is kept still encoded, if it is)."""
-
-    body: bytes
-    dropped: int = 0
-    error: str | None = None
-
-
-def _decoded(raw: bytes, content_encoding: str | None, *, broken: bool) -> _Decoded:
-    """The body after content decoding, at most `DEFAULT_BODY_CAP` bytes of it, and how many
-    bytes of it the record does not keep (its `truncated_bytes`).
-
-    As mitmproxy's `get_content(strict=False)` gives it, but never decoding more than the cap
-    (+1 byte, to know that the body goes on): a 64 MiB gzip of zeros would inflate to ~64 GB.
-    An unknown encoding, or a stream that fails to decode, is kept as it came (raw), with the
-    reason as `error`, except that a body the upstream broke off keeps what of it inflated.
-
-    The count of bytes not kept is exact when nothing is decoded or the decoded body fits
-    within the cap. When decoding stopped at the cap, the decoded total is unknown (finding
-    it out is the cost the cap avoids): the count is then the decoded byte seen past the cap
-    plus the encoded bytes never handed to the decoder (those in the step that reached the
-    cap are not counted), a lower bound that is never 0 for a body cut short.
-    """
-    decoder = ContentDecoder(content_encoding, DEFAULT_BODY_CAP + 1)
-    error = None
-    if raw and decoder.encoding != "identity":
-        if not decoder.failed:
-            parts: list[bytes] = []
-            fed = 0
-            while fed < len(raw) and not (decoder.capped or decoder.failed):
-                parts.append(decoder.decode(raw[fed : fed + _DECODE_STEP]))
-                fed = min(fed + _DECODE_STEP, len(raw))
-            body = b"".join(parts)
-            del parts
-            if decoder.capped:
-                dropped = decoder.produced - DEFAULT_BODY_CAP + len(raw) - fed
-                return _Decoded(body[:DEFAULT_BODY_CAP], dropped)
-            # A stream read to its end is the body (bytes after it are dropped, as mitmproxy
-            # drops them after gzip and deflate). One that failed or stopped short inside
-            # is left raw, as mitmproxy leaves it, except that its gzip decoding keeps what a
-            # truncated stream inflated, and that a body the upstream broke off keeps that.
-            lenient = decoder.encoding in ("gzip", "x-gzip") and not decoder.failed
-            if decoder.ended or lenient or (broken and body):
-                return _Decoded(body)
-        error = (
-            decoder.failed or f"content decoding failed: the {decoder.encoding} stream ended early"
-        )
-    return _Decoded(raw[:DEFAULT_BODY_CAP], max(0, len(raw) - DEFAULT_BODY_CAP), error)
-
-
-def _body_fields(body: _Decoded | None) -> dict[str, object]:
+def _body_fields(body: Decoded | None) -> dict[str, object]:
     """The body fields of `CaptureClient.request` / `response` (as `Recorder` takes them)."""
     if body is None:
         return {"body": None}
@@ -219,7 +164,7 @@ class SeamwatchCapture:
             self.client.count_error()
         log.debug("seamwatch capture error in %s", where, exc_info=True)
 
-    def _response(self, flow: http.HTTPFlow, *, streamed: bool, body: _Decoded | None) -> None:
+    def _response(self, flow: http.HTTPFlow, *, streamed: bool, body: Decoded | None) -> None:
         assert self.client is not None and flow.response is not None
         self.client.response(
             flow.id,
@@ -231,7 +176,7 @@ class SeamwatchCapture:
             **_body_fields(body),
         )
 
-    def _body(self, flow: http.HTTPFlow, *, broken: bool) -> _Decoded | None:
+    def _body(self, flow: http.HTTPFlow, *, broken: bool) -> Decoded | None:
         """A non-SSE response's body (content decoded, cut at the cap), None when it has none."""
         assert flow.response is not None
         kept = self.bodies.pop(flow.id, None)
@@ -239,11 +184,13 @@ class SeamwatchCapture:
         if flow.response.raw_content is not None or kept is None:
             # mitmproxy buffered it after all (no body, or another addon's choice).
             raw = flow.response.raw_content
-            return None if raw is None else _decoded(raw, ce, broken=broken)
+            return (
+                None if raw is None else decode_body(raw, ce, cap=DEFAULT_BODY_CAP, broken=broken)
+            )
         # The record keeps at most the cap (the rest counts in truncated_bytes): only that
         # crosses the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory
         # whole). The raw bytes past `_BODY_KEEP` count too.
-        decoded = _decoded(bytes(kept.raw), ce, broken=broken)
+        decoded = decode_body(bytes(kept.raw), ce, cap=DEFAULT_BODY_CAP, broken=broken)
         return decoded._replace(dropped=kept.dropped + decoded.dropped)
 
     def request(self, flow: http.HTTPFlow) -> None:
@@ -255,7 +202,8 @@ class SeamwatchCapture:
             # not inflate whole in the proxy. What the upstream gets is `req`, untouched.
             body = None
             if req.raw_content is not None:
-                body = _decoded(req.raw_content, req.headers.get("content-encoding"), broken=False)
+                ce = req.headers.get("content-encoding")
+                body = decode_body(req.raw_content, ce, cap=DEFAULT_BODY_CAP)
             self.client.request(
                 flow.id,
                 method=req.method,

@@ -175,11 +175,15 @@ RECORD_KINDS = (
 )
 
 
-def body_from_bytes(raw: bytes, cap: int | None = None) -> dict[str, object]:
-    """Encode bytes as a schema-1 body dict, keeping the head up to `cap` bytes."""
-    truncated = 0
+def body_from_bytes(
+    raw: bytes, cap: int | None = None, *, dropped: int = 0, decode_error: str | None = None
+) -> dict[str, object]:
+    """Encode bytes as a schema-1 body dict, keeping the head up to `cap` bytes; `dropped`
+    more bytes were not kept before (they add to `truncated_bytes`); `decode_error`: why the
+    bytes are still content-encoded."""
+    truncated = dropped
     if cap is not None and len(raw) > cap:
-        truncated = len(raw) - cap
+        truncated += len(raw) - cap
         raw = raw[:cap]
     body: dict[str, object]
     try:
@@ -188,4 +192,6 @@ def body_from_bytes(raw: bytes, cap: int | None = None) -> dict[str, object]:
         body = {"b64": base64.b64encode(raw).decode("ascii")}
     if truncated:
         body["truncated_bytes"] = truncated
+    if decode_error:
+        body["decode_error"] = decode_error
     return body

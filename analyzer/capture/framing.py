@@ -223,6 +223,64 @@ class ContentDecoder:
         return out
 
 
+# Encoded bytes of a body handed to the decoder at a time: once the cap is reached the rest is
+# never read, and counted as not kept.
+_BODY_STEP = 16 << 10
+
+
+class Decoded(NamedTuple):
+    """A body as its record holds it: `body` (decoded, at most the cap), `dropped` (bytes not
+    kept: its `truncated_bytes`), `error` (why it is kept still encoded, if it is)."""
+
+    body: bytes
+    dropped: int = 0
+    error: str | None = None
+
+
+def decode_body(
+    raw: bytes, content_encoding: str | None, *, cap: int, broken: bool = False
+) -> Decoded:
+    """A body after content decoding, at most `cap` bytes of it, and how many bytes of it a
+    record does not keep (its `truncated_bytes`); `broken`: the sender broke the body off.
+
+    As mitmproxy's `get_content(strict=False)` gives it, but never decoding more than the cap
+    (+1 byte, to know that the body goes on): a 64 MiB gzip of zeros would inflate to ~64 GB.
+    An unknown encoding, or a stream that fails to decode, is kept as it came (raw), with the
+    reason as `error`, except that a body the upstream broke off keeps what of it inflated.
+
+    The count of bytes not kept is exact when nothing is decoded or the decoded body fits
+    within the cap. When decoding stopped at the cap, the decoded total is unknown (finding
+    it out is the cost the cap avoids): the count is then the decoded byte seen past the cap
+    plus the encoded bytes never handed to the decoder (those in the step that reached the
+    cap are not counted), a lower bound that is never 0 for a body cut short.
+    """
+    decoder = ContentDecoder(content_encoding, cap + 1)
+    error = None
+    if raw and decoder.encoding != "identity":
+        if not decoder.failed:
+            parts: list[bytes] = []
+            fed = 0
+            while fed < len(raw) and not (decoder.capped or decoder.failed):
+                parts.append(decoder.decode(raw[fed : fed + _BODY_STEP]))
+                fed = min(fed + _BODY_STEP, len(raw))
+            body = b"".join(parts)
+            del parts
+            if decoder.capped:
+                dropped = decoder.produced - cap + len(raw) - fed
+                return Decoded(body[:cap], dropped)
+            # A stream read to its end is the body (bytes after it are dropped, as mitmproxy
+            # drops them after gzip and deflate). One that failed or stopped short inside
+            # is left raw, as mitmproxy leaves it, except that its gzip decoding keeps what a
+            # truncated stream inflated, and that a body the upstream broke off keeps that.
+            lenient = decoder.encoding in ("gzip", "x-gzip") and not decoder.failed
+            if decoder.ended or lenient or (broken and body):
+                return Decoded(body)
+        error = (
+            decoder.failed or f"content decoding failed: the {decoder.encoding} stream ended early"
+        )
+    return Decoded(raw[:cap], max(0, len(raw) - cap), error)
+
+
 class Piece(NamedTuple):
     """Bytes to record; `withheld` more bytes of the same event followed them, not recorded."""
 

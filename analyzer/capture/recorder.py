@@ -244,13 +244,9 @@ class Recorder:
     ) -> dict[str, object] | None:
         if body is None:
             return None
-        out = body_from_bytes(self.redacted(body), self.body_cap)
-        if dropped:
-            cut = out.get("truncated_bytes")
-            out["truncated_bytes"] = (cut if isinstance(cut, int) else 0) + dropped
-        if decode_error:
-            out["decode_error"] = decode_error
-        return out
+        return body_from_bytes(
+            self.redacted(body), self.body_cap, dropped=dropped, decode_error=decode_error
+        )
 
     def request(
         self,

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from analyzer.capture.framing import DEFAULT_DECODE_CAP, Decoded, decode_body
+from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.ingest.common import (
     HalfMeter,
     InputReport,
@@ -61,19 +63,26 @@ def _headers(headers: Any) -> list[list[str]]:
     return [[k.decode("utf-8", "replace"), v.decode("utf-8", "replace")] for k, v in headers.fields]
 
 
-def _content(message: Any) -> bytes | None:
-    try:
-        content: bytes | None = message.get_content(strict=False)
-    except ValueError:
-        content = message.raw_content
-    return content
+def _content(message: Any, cap: int) -> Decoded | None:
+    """A message's body undone from its Content-Encoding within `cap` (a bomb in a dump costs
+    its head only), as the proxy does; None when the dump kept no body."""
+    raw: bytes | None = message.raw_content
+    if raw is None:
+        return None
+    return decode_body(raw, message.headers.get("content-encoding"), cap=cap)
+
+
+def _body(content: Decoded | None) -> dict[str, object] | None:
+    if content is None:
+        return None
+    return body_from_bytes(content.body, dropped=content.dropped, decode_error=content.error)
 
 
 def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterator[dict[str, Any]]:
     request = flow.request
     flow_id = str(flow.id)
     started = _ns(request.timestamp_start, 0)
-    body = _content(request)
+    body = _content(request, DEFAULT_BODY_CAP)
     yield make.make(
         "request",
         started,
@@ -86,7 +95,7 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
         headers=_headers(request.headers),
         client=_address(getattr(flow.client_conn, "peername", None)) or "",
         upstream=_address(getattr(flow.server_conn, "peername", None)),
-        body=None if body is None else body_from_bytes(body),
+        body=_body(body),
     )
     response = flow.response
     error = flow.error.msg if flow.error is not None else None
@@ -97,7 +106,7 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
     headers = _headers(response.headers)
     media = next((v for k, v in headers if k.lower() == "content-type"), "")
     sse = media.split(";", 1)[0].strip().lower() == "text/event-stream"
-    content = _content(response) if response.raw_content is not None else None
+    content = _content(response, DEFAULT_DECODE_CAP if sse else DEFAULT_BODY_CAP)
     missing = response.raw_content is None and response.status_code not in (202, 204, 304)
     if missing:
         counts["body_missing"] += 1
@@ -113,20 +122,21 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
         replica=upstream,
         replica_source="upstream" if upstream else None,
         streamed=sse,
-        body=None if sse or content is None else body_from_bytes(content),
+        body=None if sse else _body(content),
         body_missing=missing,
     )
     ended = _ns(response.timestamp_end, responded)
-    if sse and content:
-        yield make.make(
-            "chunk", ended, flow=flow_id, n=0, content_encoding=None, data=body_from_bytes(content)
-        )
-    if error:
-        yield make.make("stream_end", ended, flow=flow_id, how="error", error=error)
-    elif response.timestamp_end:
-        yield make.make("stream_end", ended, flow=flow_id, how="complete", error=None)
-    else:
-        yield make.make("stream_end", ended, flow=flow_id, how="open_at_shutdown", error=None)
+    end_error = error
+    if sse and content is not None:
+        if content.error:  # not decoded: no events; said at the stream's end, as the proxy does
+            end_error = f"{error}; {content.error}" if error else content.error
+        elif content.body:
+            yield make.make(
+                "chunk", ended, flow=flow_id, n=0, content_encoding=None,
+                data=body_from_bytes(content.body, dropped=content.dropped),
+            )  # fmt: skip
+    how = "error" if error else "complete" if response.timestamp_end else "open_at_shutdown"
+    yield make.make("stream_end", ended, flow=flow_id, how=how, error=end_error)
 
 
 def _records(

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from addons.proxy import mitmdump_args
-from addons.seamwatch_capture import _DECODE_STEP, _decoded
+from analyzer.capture.framing import _BODY_STEP, decode_body
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
@@ -68,7 +68,7 @@ def test_a_bomb_decodes_to_the_cap_and_counts_what_was_not_decoded(
     assert len(raw) < 256 << 10  # ~1000:1 or better
     tracemalloc.start()
     try:
-        result = _decoded(raw, content_encoding, broken=False)
+        result = decode_body(raw, content_encoding, cap=CAP)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -80,17 +80,17 @@ def test_a_bomb_decodes_to_the_cap_and_counts_what_was_not_decoded(
     # The decoded byte past the cap, plus the encoded bytes never handed to the decoder
     # (it is handed whole steps of them).
     fed = len(raw) - (not_kept - 1)
-    assert 0 < fed <= len(raw) and (fed % _DECODE_STEP == 0 or fed == len(raw))
-    if len(raw) > 2 * _DECODE_STEP:  # gzip, deflate: ~1000:1, the cap took a small part
+    assert 0 < fed <= len(raw) and (fed % _BODY_STEP == 0 or fed == len(raw))
+    if len(raw) > 2 * _BODY_STEP:  # gzip, deflate: ~1000:1, the cap took a small part
         assert not_kept > len(raw) // 2
 
 
 @pytest.mark.parametrize("content_encoding", ["gzip", "br", "zstd"])
 def test_a_body_one_byte_past_the_cap_counts_that_byte(content_encoding: str) -> None:
     over = bomb(content_encoding, 8 * MIB, tail=b"z")
-    assert _decoded(over, content_encoding, broken=False) == (b"a" * CAP, 1, None)
+    assert decode_body(over, content_encoding, cap=CAP) == (b"a" * CAP, 1, None)
     whole = bomb(content_encoding, 8 * MIB)
-    assert _decoded(whole, content_encoding, broken=False) == (b"a" * CAP, 0, None)
+    assert decode_body(whole, content_encoding, cap=CAP) == (b"a" * CAP, 0, None)
 
 
 @pytest.mark.parametrize(
@@ -105,14 +105,14 @@ def test_a_body_one_byte_past_the_cap_counts_that_byte(content_encoding: str) ->
 def test_a_body_that_cannot_be_decoded_is_kept_encoded_and_says_why(
     content_encoding: str, raw: bytes, error: str
 ) -> None:
-    body, dropped, said = _decoded(raw, content_encoding, broken=False)
+    body, dropped, said = decode_body(raw, content_encoding, cap=CAP)
     assert (body, dropped) == (raw, 0)
     assert said is not None and said.startswith(error)
 
 
 @pytest.mark.parametrize("content_encoding", [None, "identity", "gzip", "br", "zstd"])
 def test_an_empty_or_plain_body_has_no_decode_error(content_encoding: str | None) -> None:
-    assert _decoded(b"", content_encoding, broken=False) == (b"", 0, None)
+    assert decode_body(b"", content_encoding, cap=CAP) == (b"", 0, None)
 
 
 # -- through the real proxy -----------------------------------------------------------------

@@ -144,3 +144,49 @@ def test_an_empty_dump_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert analyzed["inputs"][0]["warnings"] == list(report.warnings)
     health = [f for f in analyzed["findings"] if f["detector"] == "capture-health"]
     assert [f["title"] for f in health] == ["e.mitm: 1 input(s) without any HTTP flow (empty)"]
+
+
+def _encoded(flow: Any, content_encoding: str, raw: bytes) -> Any:
+    flow.response.headers["Content-Encoding"] = content_encoding
+    flow.response.raw_content = raw
+    return flow
+
+
+def test_a_compressed_event_stream_is_decoded(tmp_path: Path) -> None:
+    import gzip
+
+    flow = _encoded(_flow(), "gzip", gzip.compress(b"id: 1\ndata: {}\n\nid: 2\ndata: {}\n\n"))
+    report, flows = _read(tmp_path, [flow])
+    assert report.counts == {}
+    assert flows.row(0, named=True)["events"] == 2
+
+
+def test_a_body_the_dump_holds_in_an_unknown_coding_is_a_gap_not_events(tmp_path: Path) -> None:
+    report, flows = _read(tmp_path, [_encoded(_flow(), "compress", b"\x1f\x9d\x90 whatever")])
+    assert report.counts == {"undecoded_body": 1}
+    row = flows.row(0, named=True)
+    assert (row["events"], row["body_missing"], row["end_how"]) == (0, True, "complete")
+    assert row["end_error"] == "unsupported content-encoding: compress"
+
+
+def test_a_decompression_bomb_in_a_dump_costs_its_head_only(tmp_path: Path) -> None:
+    import tracemalloc
+    import zlib
+
+    from mitmproxy import http
+
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b" " * (1 << 20)
+    bomb = b"".join([squeeze.compress(block) for _ in range(512)] + [squeeze.flush()])
+    flow = _flow()
+    flow.response = http.Response.make(200, b"", {"Content-Type": "application/json"})
+    flow.response.timestamp_start, flow.response.timestamp_end = 1750000000.1, 1750000000.2
+    _encoded(flow, "gzip", bomb)  # 512 MiB of spaces once inflated
+    tracemalloc.start()
+    try:
+        _, flows = _read(tmp_path, [flow])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 128 << 20, f"reading the dump took {peak >> 20} MiB at its peak"
+    assert flows.row(0, named=True)["response_truncated_bytes"] > 0
