@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import tracemalloc
 import zlib
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from analyzer.capture.framing import _BODY_STEP, decode_body
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
+from tests.support.memory import traced_peak
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, Proxy, free_port, read_records, run_proxy, wait_port
 
@@ -66,12 +66,7 @@ def test_a_bomb_decodes_to_the_cap_and_counts_what_was_not_decoded(
 ) -> None:
     raw = bomb(content_encoding, 200 * MIB)
     assert len(raw) < 256 << 10  # ~1000:1 or better
-    tracemalloc.start()
-    try:
-        result = decode_body(raw, content_encoding, cap=CAP)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = traced_peak(lambda: decode_body(raw, content_encoding, cap=CAP))
     # The head is decoded once and copied at most twice more (joined, cut): a few caps.
     assert peak < 4 * CAP, f"decoding took {peak >> 20} MiB at its peak"
     body, not_kept, error = result

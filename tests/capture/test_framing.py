@@ -1,7 +1,6 @@
 import gzip
 import struct
 import sys
-import tracemalloc
 import zlib
 
 import brotli
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 from mitmproxy.net import encoding
 
 from analyzer.capture.framing import ContentDecoder, EventFramer, Piece
+from tests.support.memory import traced_peak
 
 STREAM = (
     b"id: 1\ndata: one\n\n"
@@ -238,12 +238,7 @@ def test_one_bomb_chunk_inflates_no_further_than_the_cap(encoding_name: str) -> 
     raw = _bomb(encoding_name, 128 << 20)
     assert len(raw) < 8192
     decoder = ContentDecoder(encoding_name, cap=1 << 20)
-    tracemalloc.start()
-    try:
-        out = decoder.decode(raw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    out, peak = traced_peak(lambda: decoder.decode(raw))
     assert peak < 8 << 20, f"decoding took {peak} bytes at its peak"
     assert out == bytes(1 << 20)
     assert decoder.capped and decoder.produced == 1 << 20 and decoder.failed is None
@@ -328,12 +323,7 @@ def test_a_bomb_at_either_stage_of_a_chain_inflates_no_further_than_the_cap(
         raw = _stored_gzip_bomb(64 << 20)  # br gives 64 MiB (of stored gzip)
     assert len(raw) < 1 << 20
     decoder = ContentDecoder("gzip, br", cap=cap)
-    tracemalloc.start()
-    try:
-        out = decoder.decode(raw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    out, peak = traced_peak(lambda: decoder.decode(raw))
     assert peak < 8 * cap, f"decoding took {peak} bytes at its peak"
     assert decoder.capped and decoder.failed is None
     # The gzip stage gets at most the cap of stored gzip: a little less than the cap out.

@@ -10,6 +10,7 @@ import pytest
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.mitm import read_mitm
+from tests.support.memory import traced_peak
 from tests.support.progress import assert_half_then_whole, read_with_progress
 
 
@@ -170,7 +171,6 @@ def test_a_body_the_dump_holds_in_an_unknown_coding_is_a_gap_not_events(tmp_path
 
 
 def test_a_decompression_bomb_in_a_dump_costs_its_head_only(tmp_path: Path) -> None:
-    import tracemalloc
     import zlib
 
     from mitmproxy import http
@@ -182,11 +182,6 @@ def test_a_decompression_bomb_in_a_dump_costs_its_head_only(tmp_path: Path) -> N
     flow.response = http.Response.make(200, b"", {"Content-Type": "application/json"})
     flow.response.timestamp_start, flow.response.timestamp_end = 1750000000.1, 1750000000.2
     _encoded(flow, "gzip", bomb)  # 512 MiB of spaces once inflated
-    tracemalloc.start()
-    try:
-        _, flows = _read(tmp_path, [flow])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    (_, flows), peak = traced_peak(lambda: _read(tmp_path, [flow]))
     assert peak < 128 << 20, f"reading the dump took {peak >> 20} MiB at its peak"
     assert flows.row(0, named=True)["response_truncated_bytes"] > 0
