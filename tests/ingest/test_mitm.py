@@ -185,3 +185,14 @@ def test_a_decompression_bomb_in_a_dump_costs_its_head_only(tmp_path: Path) -> N
     (_, flows), peak = traced_peak(lambda: _read(tmp_path, [flow]))
     assert peak < 128 << 20, f"reading the dump took {peak >> 20} MiB at its peak"
     assert flows.row(0, named=True)["response_truncated_bytes"] > 0
+
+
+def test_a_json_answer_the_dump_holds_in_an_unknown_coding_is_a_gap(tmp_path: Path) -> None:
+    from mitmproxy import http
+
+    flow = _flow()
+    flow.response = http.Response.make(200, b"", {"Content-Type": "application/json"})
+    flow.response.timestamp_start, flow.response.timestamp_end = 1750000000.1, 1750000000.2
+    report, flows = _read(tmp_path, [_encoded(flow, "compress", b'\x1f\x9d{"jsonrpc":"2.0"}')])
+    assert report.counts == {"undecoded_body": 1}
+    assert flows.row(0, named=True)["body_missing"] is True
