@@ -58,8 +58,6 @@ class ContentDecoder:
     decoded then), `failed` the first stage's failure, `ended` when every stage ended.
     """
 
-    SUPPORTED = ("identity", "none", "gzip", "x-gzip", "deflate", "deflateraw", "br", "zstd")
-
     def __init__(self, content_encoding: str | None, cap: int = DEFAULT_DECODE_CAP) -> None:
         names = [name.strip().lower() for name in (content_encoding or "").split(",")]
         # Empty list elements are ignored (RFC 9110 §5.6.1); so is "identity", which is none.
@@ -221,6 +219,14 @@ class ContentDecoder:
             out += self._brotli.process(b"", output_buffer_limit=room + 1 - len(out))
         self.ended = self._brotli.is_finished()
         return out
+
+
+def with_decode_error(error: str | None, decode_error: str | None) -> str | None:
+    """A stream's end error with why its content could not be decoded, kept beside a transport
+    error (the analysis looks for the decoding failure: `analyzer.normalize.DECODE_FAILURE`)."""
+    if not decode_error:
+        return error
+    return f"{error}; {decode_error}" if error else decode_error
 
 
 # Encoded bytes of a body handed to the decoder at a time: once the cap is reached the rest is

@@ -22,6 +22,7 @@ from analyzer.capture.framing import (
     DEFAULT_EVENT_CAP,
     ContentDecoder,
     EventFramer,
+    with_decode_error,
 )
 from analyzer.capture.redaction import Redactor
 from analyzer.records import StreamEndHow, body_from_bytes
@@ -177,8 +178,7 @@ class StreamTap:
         tail = self.framer.flush()
         if tail.data or tail.withheld:
             self._chunk(tail.data, unterminated=True, at=at, withheld=tail.withheld)
-        if self.decoder.failed:  # kept beside a transport error: the analysis looks for it
-            error = f"{error}; {self.decoder.failed}" if error else self.decoder.failed
+        error = with_decode_error(error, self.decoder.failed)
         self.recorder.stream_end(self.flow, how, error, at=at)
 
     def _chunk(
@@ -190,9 +190,8 @@ class StreamTap:
         record["flow"] = self.flow
         record["n"] = self.n
         record["content_encoding"] = self.content_encoding
-        record["data"] = body = body_from_bytes(data)
-        if withheld:
-            body["truncated_bytes"] = withheld  # the rest of an oversized event, not recorded
+        # `withheld`: the rest of an oversized event, not recorded.
+        record["data"] = body_from_bytes(data, dropped=withheld)
         if self.decoder.capped:
             record["decompress_capped"] = True
         if unterminated:

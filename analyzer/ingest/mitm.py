@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from analyzer.capture.framing import DEFAULT_DECODE_CAP, Decoded, decode_body
+from analyzer.capture.framing import (
+    DEFAULT_DECODE_CAP,
+    Decoded,
+    decode_body,
+    with_decode_error,
+)
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.ingest.common import (
     HalfMeter,
@@ -129,7 +134,7 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
     end_error = error
     if sse and content is not None:
         if content.error:  # not decoded: no events; said at the stream's end, as the proxy does
-            end_error = f"{error}; {content.error}" if error else content.error
+            end_error = with_decode_error(error, content.error)
         elif content.body:
             yield make.make(
                 "chunk", ended, flow=flow_id, n=0, content_encoding=None,
