@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
-import subprocess
 import sys
 import textwrap
 import zlib
@@ -22,14 +20,13 @@ import brotli
 import httpx
 import pytest
 
-from addons.proxy import mitmdump_args
 from analyzer.capture.framing import _BODY_STEP, decode_body
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
 from tests.support.memory import traced_peak
 from tests.support.origin import Origin, Script
-from tests.support.proxy import ROOT, Proxy, free_port, read_records, run_proxy, wait_port
+from tests.support.proxy import read_records, run_mitmdump, run_proxy
 
 if sys.version_info >= (3, 14):  # pragma: no cover
     from compression import zstd
@@ -145,46 +142,32 @@ def test_bombs_both_ways_pass_untouched_and_are_recorded_within_the_cap(
     resp_head = b'{"jsonrpc":"2.0","id":1,"result":{"pad":"'
     req_bomb = bomb("gzip", inflated, req_head, b'"}}')
     resp_bomb = bomb("gzip", inflated, resp_head, b'"}}')
-    out, port = tmp_path / "cap", free_port()
+    out = tmp_path / "cap"
+    scripts = []
+    if response_body == "buffered by another addon":
+        (tmp_path / "buffering.py").write_text(BUFFERING_ADDON)
+        scripts.append(tmp_path / "buffering.py")
     with Origin() as origin:
         json_gz = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
         origin.scripts["/mcp"] = Script(headers=json_gz, writes=[resp_bomb], chunked=False)
         origin.scripts["/small"] = Script(
             headers=[("Content-Type", "application/json")], writes=[b"{}"], chunked=False
         )
-        argv = mitmdump_args(
-            upstream=origin.url, listen_host="127.0.0.1", listen_port=port, out=out
-        )
-        if response_body == "buffered by another addon":
-            (tmp_path / "buffering.py").write_text(BUFFERING_ADDON)
-            argv += ["-s", str(tmp_path / "buffering.py")]
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv],
-            cwd=ROOT,
-            env=os.environ.copy(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        proxy = Proxy(proc, port, out)
-        try:
-            wait_port(port, proc)
-            with httpx.Client(timeout=60) as client:
-                # Warm up (imports, the first flow) before measuring the proxy's memory.
-                assert client.get(proxy.url + "/small").content == b"{}"
-                before = peak_rss(proc.pid)
-                with client.stream(
-                    "POST",
-                    proxy.url + "/mcp",
-                    content=req_bomb,
-                    headers={"Content-Encoding": "gzip", "Accept-Encoding": "gzip"},
-                ) as r:
-                    assert r.status_code == 200
-                    got = b"".join(r.iter_raw())  # as on the wire: still gzip
-                # The proxy is still up and answers the next request.
-                assert client.get(proxy.url + "/small").content == b"{}"
-                grown = peak_rss(proc.pid) - before
-        finally:
-            proxy.stop()
+        with run_mitmdump(origin.url, out, *scripts) as proxy, httpx.Client(timeout=60) as client:
+            # Warm up (imports, the first flow) before measuring the proxy's memory.
+            assert client.get(proxy.url + "/small").content == b"{}"
+            before = peak_rss(proxy.proc.pid)
+            with client.stream(
+                "POST",
+                proxy.url + "/mcp",
+                content=req_bomb,
+                headers={"Content-Encoding": "gzip", "Accept-Encoding": "gzip"},
+            ) as r:
+                assert r.status_code == 200
+                got = b"".join(r.iter_raw())  # as on the wire: still gzip
+            # The proxy is still up and answers the next request.
+            assert client.get(proxy.url + "/small").content == b"{}"
+            grown = peak_rss(proxy.proc.pid) - before
         sent = [body for method, path, _headers, body in origin.requests if path == "/mcp"]
     assert got == resp_bomb  # the client got the upstream's bytes, unchanged
     assert sent == [req_bomb]  # the upstream got the client's bytes, unchanged

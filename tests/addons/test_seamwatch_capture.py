@@ -18,8 +18,6 @@ import re
 import signal
 import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import zlib
@@ -31,12 +29,11 @@ from typing import Any
 import httpx
 import pytest
 
-from addons.proxy import mitmdump_args
 from analyzer.cli import main as analyze_main
 from analyzer.records import RECORD_ADAPTER
 from analyzer.sse import SseDecoder, decode_all
 from tests.support.origin import Origin, Script
-from tests.support.proxy import ROOT, Proxy, free_port, read_records, run_proxy, wait_port
+from tests.support.proxy import ROOT, free_port, read_records, run_mitmdump, run_proxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -194,31 +191,18 @@ def test_a_failing_capture_path_never_touches_the_traffic(tmp_path: Path) -> Non
     out = tmp_path / "cap"
     with Origin() as origin:
         origin.scripts["/mcp"] = Script(headers=SSE, writes=parts)
-        port = free_port()
-        argv = mitmdump_args(
-            upstream=origin.url, listen_host="127.0.0.1", listen_port=port, out=out
-        )
-        argv += ["-s", str(ROOT / "tests" / "support" / "faulty_addon.py")]
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv],
-            cwd=ROOT,
-            env={**os.environ, "SEAMWATCH_TEST_FAULTS": ",".join(map(str, faults))},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        proxy = Proxy(proc, port, out)
-        try:
-            wait_port(port, proc)
-            with httpx.Client(timeout=10) as client:
-                url = f"http://127.0.0.1:{port}/mcp"
-                with client.stream("GET", url) as r:
-                    # Paced: the proxy reads each write as its own chunk, so chunk k is event k.
-                    reader = Reader(r)
-                    for k in range(len(parts)):
-                        reader.until(b"".join(parts[: k + 1]))
-                        origin.step()
-        finally:
-            proxy.stop()
+        faulty = ROOT / "tests" / "support" / "faulty_addon.py"
+        env = {"SEAMWATCH_TEST_FAULTS": ",".join(map(str, faults))}
+        with (
+            run_mitmdump(origin.url, out, faulty, env=env) as proxy,
+            httpx.Client(timeout=10) as client,
+            client.stream("GET", proxy.url + "/mcp") as r,
+        ):
+            # Paced: the proxy reads each write as its own chunk, so chunk k is event k.
+            reader = Reader(r)
+            for k in range(len(parts)):
+                reader.until(b"".join(parts[: k + 1]))
+                origin.step()
     records = read_records(out)
     (close,) = of_kind(records, "capture_close")
     assert close["addon_errors"] == len(faults)

@@ -84,6 +84,33 @@ def run_proxy(
         proxy.stop()
 
 
+@contextmanager
+def run_mitmdump(
+    upstream: str, out: Path, *scripts: Path, env: dict[str, str] | None = None
+) -> Iterator[Proxy]:
+    """mitmdump with the capture addon as `seamwatch proxy` runs it, plus more addon `scripts`
+    (loaded after it), in front of `upstream`; stopped by its pid at exit."""
+    from addons.proxy import mitmdump_args
+
+    port = free_port()
+    argv = mitmdump_args(upstream=upstream, listen_host="127.0.0.1", listen_port=port, out=out)
+    for script in scripts:
+        argv += ["-s", str(script)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    proxy = Proxy(proc, port, out)
+    try:
+        wait_port(port, proc)
+        yield proxy
+    finally:
+        proxy.stop()
+
+
 def read_records(out: Path) -> list[dict[str, Any]]:
     """Every whole record in a capture directory, in seq order (a torn last line is skipped)."""
     records = []
