@@ -65,23 +65,8 @@ def run_proxy(
     port = free_port()
     cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", upstream]
     cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(out), *extra]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    proxy = Proxy(proc, port, out)
-    try:
-        wait_port(port, proc)
-        # mitmdump listens before its scripts have loaded: wait for the capture to open.
-        deadline = time.monotonic() + 20
-        while not list(out.glob("capture-*")) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _running(cmd, port, out, env) as proxy:
         yield proxy
-    finally:
-        proxy.stop()
 
 
 @contextmanager
@@ -96,8 +81,16 @@ def run_mitmdump(
     argv = mitmdump_args(upstream=upstream, listen_host="127.0.0.1", listen_port=port, out=out)
     for script in scripts:
         argv += ["-s", str(script)]
+    cmd = [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv]
+    with _running(cmd, port, out, env) as proxy:
+        yield proxy
+
+
+@contextmanager
+def _running(cmd: list[str], port: int, out: Path, env: dict[str, str] | None) -> Iterator[Proxy]:
+    """A proxy command started, listening on `port` with its capture open; stopped at exit."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv],
+        cmd,
         cwd=ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
@@ -106,6 +99,10 @@ def run_mitmdump(
     proxy = Proxy(proc, port, out)
     try:
         wait_port(port, proc)
+        # mitmdump listens before its scripts have loaded: wait for the capture to open.
+        deadline = time.monotonic() + 20
+        while not list(out.glob("capture-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
         yield proxy
     finally:
         proxy.stop()
