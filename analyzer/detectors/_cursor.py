@@ -6,26 +6,9 @@ listed (tests/detectors/test_registry.py).
 
 from __future__ import annotations
 
-from typing import Final
-
 import polars as pl
 
-# A resume that became an incarnation of its own stream.
-_INCARNATION: Final = (pl.col("status") == "resolved") & (
-    pl.col("answer_stream_id") == pl.col("stream_id")
-)
-
-
-def resumed_streams(resumptions: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
-    """The `events` of the streams some resume of `resumptions` became an incarnation of.
-
-    Every event `resumed_at_cursor` reads is one of these (a cursor's flow is an incarnation of
-    the stream it resolves to), as is every event a replay judgement compares: a detector can
-    select them in one pass (a semi-join to a few stream ids), cache them, and read them for
-    every part instead of the whole `events`.
-    """
-    wanted = resumptions.filter(_INCARNATION).select("stream_id")
-    return events.join(wanted, on="stream_id", how="semi")
+from analyzer.timeline.replays import INCARNATION
 
 
 def resumed_at_cursor(
@@ -38,7 +21,7 @@ def resumed_at_cursor(
     that issued the cursor carried that event id. A resume whose cursor that flow never carried
     drops out.
     """
-    resumes = resumptions.filter(_INCARNATION)
+    resumes = resumptions.filter(INCARNATION)
     # Only the (flow, id) pairs some resume names: select those events before aggregating.
     cursor_at = (
         events.join(

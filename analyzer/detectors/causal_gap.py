@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
+from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -42,8 +42,6 @@ _LATER: Final = (pl.col("incarnation") >= pl.col("r_inc")) | (pl.col("ts") >= pl
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
 _ANSWER: Final = (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
 _CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
-_EVENTS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal", "stream_pos",
-                  "event_id", "id_only", "payload_hash")  # fmt: skip
 
 
 def _number(name: str) -> pl.Expr:
@@ -221,20 +219,15 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
 
 def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
-    # The events of resumed streams only: a semi-join keeps the other events out of the joins
-    # below (whose build side would otherwise hold every event). Not cached: each part scans
-    # again, as caching them (an eighth of the events at 10M) would raise peak memory more
-    # than the scans cost. `resumed_at_cursor` reads all events (it selects the few (flow, id)
-    # pairs cursors name): given `resumed`, it shares that plan with the parts, which then
-    # holds it (+130 MB peak at 10M, no faster).
-    events = timeline.sse_events.select(_EVENTS)
-    resumed = resumed_streams(timeline.resumptions, events)
-    # The resumes (few) and each part are collected here, one after the other: as one plan,
-    # the streaming engine ran the parts together and held all their caches at once (10M
-    # events: detector peak 990 MB, 890 MB so; same time).
+    # The events of resumed streams only (`Timeline.resumed_events`, selected once when the
+    # timeline was built): every event a cursor names, and all that the parts compare. Not
+    # cached: each part scans them again. The resumes (few) and each part are collected here,
+    # one after the other: as one plan, the streaming engine ran the parts together and held
+    # all their caches at once (10M events: detector peak 990 MB, 890 MB so; same time).
+    resumed = timeline.resumed_events
     resumes = resumed_at_cursor(
         timeline.resumptions,
-        events,
+        resumed,
         pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
     ).collect(engine="streaming")
     found = (

@@ -33,20 +33,17 @@ _KEYS: Final = ("session_id", "stream_id", "flow_id", "incarnation", "ts")
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume incarnation that delivered another stream's messages."""
-    events = timeline.sse_events.filter(
-        ~pl.col("id_only") & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
-    )
+    # A foreign event is a sending of a message (session, id, payload) sent earlier too: its
+    # id recurs in the session, so it is among `Timeline.recurring_events` (the events with ids,
+    # id-only ones left out), as are the earlier sendings.
+    events = timeline.recurring_events
     foreign = (pl.col("first_stream_id") != pl.col("stream_id")) & (
         pl.col("first_ts") < pl.col("ts")
     )
     keys = ["session_id", "event_id", "payload_hash"]
-    # The messages a resume carried (`events` filtered again, written otherwise: a plan that
-    # both sides of the join shared would be kept whole until both had read it), and every
-    # sending of them, gathered by key: where each was first sent and the resumed rows
-    # themselves, in one pass (no frame is read twice, so none is kept whole in between).
-    carried = timeline.sse_events.filter(
-        (pl.col("incarnation") > 0) & (pl.col("event_id") != "") & ~pl.col("id_only")
-    ).select(keys)
+    # The messages a resume carried, and every sending of them, gathered by key: where each was
+    # first sent and the resumed rows themselves, in one pass.
+    carried = events.filter(pl.col("incarnation") > 0).select(keys)
     resumed_rows = pl.struct("stream_id", "flow_id", "incarnation", "ts").filter(
         pl.col("incarnation") > 0
     )

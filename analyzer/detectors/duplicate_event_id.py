@@ -27,36 +27,16 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per (session, event id) that named more than one payload."""
     kinds = timeline.sessions.select("session_id", "kind")
     flows = timeline.exchanges.select("flow_id", "replica", "era")
-    has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-    # Without a server session, ids only have to be unique within one logical stream.
     scope = (
         pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
         .then(pl.lit(""))
         .otherwise(pl.col("stream_id").fill_null(""))
         .alias("_scope")
     )
-    # Only an id issued more than once in its session can name two payloads: a cheap streaming
-    # pass counts the 64-bit hash of every (session, id), before any join (a collision, or an
-    # id that recurs only across the streams of a session without server state, only lets
-    # rows through whose groups below hold one issue each), so that the joins, the sort and
-    # the lists below see the few that recur. Its filter is `has_id` written otherwise (a null
-    # id fails both): a scan identical to the one below would be shared between the two, and a
-    # shared scan is kept whole until both have read it.
-    key = pl.struct("session_id", "event_id").hash().alias("_key")
-    recurring = (
-        timeline.sse_events.select("session_id", "event_id", "id_only")
-        .filter((pl.col("event_id") != "") & ~pl.col("id_only"))
-        .select(key)
-        .group_by("_key")
-        .agg(pl.len())
-        .filter(pl.col("len") > 1)
-        .select("_key")
-    )
+    # The events whose id recurs in their session (`Timeline.recurring_events`): only those
+    # can have been issued with more than one payload.
     issued = (
-        timeline.sse_events.filter(has_id)
-        .with_columns(key)
-        .join(recurring, on="_key", how="semi")
-        .join(kinds, on="session_id", how="left")
+        timeline.recurring_events.join(kinds, on="session_id", how="left")
         .with_columns(scope, pl.struct("event", "payload_hash").alias("_payload"))
         .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")

@@ -136,20 +136,15 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.concat_list("key").alias("request_ids"),
         )
     )  # fmt: skip
-    # Every fresh server message with an event id (the flow columns are joined to the few
-    # whose key recurs); the pass of `_recurring` reads them through a filter written
-    # otherwise (direction has two values, incarnations are not negative, a null id fails both).
+    # Every fresh server message with an event id, of the events whose id recurs in their
+    # session (`Timeline.recurring_events`): one message sent in two events is one of those.
+    recurring = timeline.recurring_events.filter(_FRESH).select("flow_id", "ordinal")
     fresh = timeline.messages.filter(
         (pl.col("direction") == "s2c") & _FRESH
         & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
-    )  # fmt: skip
-    fresh_n = timeline.messages.filter(
-        (pl.col("direction") != "c2s") & (pl.col("incarnation").fill_null(0) < 1)
-        & (pl.col("event_id") != "")
-    )  # fmt: skip
+    ).join(recurring, on=["flow_id", "ordinal"], how="semi")  # fmt: skip
     twice_event = (
-        _recurring(fresh, fresh_n, "session_id", "event_id", "payload_hash")
-        .pipe(_placed, timeline)
+        fresh.pipe(_placed, timeline)
         .group_by("session_id", "event_id", "payload_hash")
         .agg(*_evidence(pl.col("event_id"), streams))
         .filter(pl.col("what") > 1)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
+from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -33,17 +33,13 @@ _HAS_ID: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume answered with anything but the replay that was due."""
-    columns = ("stream_id", "flow_id", "ts", "incarnation", "stream_pos", "event_id", "id_only",
-               "payload_hash")  # fmt: skip
     answered = timeline.resumptions.filter(pl.col("answer_status").is_between(200, 299))
-    # Only the resumed streams' events matter (the due replay and the answers are theirs):
-    # selected in one pass, cached for every join below, their strings copied out of the
-    # scanned pages (which the cache would otherwise keep whole).
-    events = (
-        resumed_streams(answered, timeline.sse_events.select(columns))
-        .with_columns(pl.col("stream_id", "flow_id", "event_id", "payload_hash") + "")
-        .cache()
-    )
+    # Only the resumed streams' events matter (the due replay and the answers are theirs; those
+    # of streams no answered resume continued join to no resume below): cached for every join,
+    # their strings copied out of the scanned pages (which the cache would otherwise keep whole).
+    events = timeline.resumed_events.with_columns(
+        pl.col("stream_id", "flow_id", "event_id", "payload_hash") + ""
+    ).cache()
     resumes = resumed_at_cursor(
         answered,
         events,

@@ -7,11 +7,12 @@ cursor resolution, the flow → stream map) and the small frames (streams, incar
 resumptions, tool_calls, sessions) and `exchanges` (one row per flow, read by most detectors), so
 detectors that each collect a frame do not redo them. These are collected one at a time, and a
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
-message rows of requests, responses and cancellations (`rpc_messages`). `sse_events` and
-`messages` stay lazy scans of the Parquet tables joined to the flows' placement (collected
-once): a detector reads only the columns and rows it asks for. `load_timeline` stores the
-collected frames in the cache and reads them back on a later analysis of the same inputs
-(`analyzer.timeline.stored`).
+message rows of requests, responses and cancellations (`rpc_messages`) and the events replay
+judgements read (`recurring_events`, `resumed_events`: `analyzer.timeline.replays`).
+`sse_events` and `messages` stay lazy scans of the Parquet tables joined to the flows'
+placement (collected once): a detector reads only the columns and rows it asks for.
+`load_timeline` stores the collected frames in the cache and reads them back on a later
+analysis of the same inputs (`analyzer.timeline.stored`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
+from analyzer.timeline.replays import recurring_events, resumed_events
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
 from analyzer.timeline.streams import (
@@ -183,6 +185,13 @@ class RawTables:
         )
 
 
+# Timeline fields that are not frames of `analyzer.schema.TIMELINE_FRAMES` (the derived ones are
+# subsets of those frames).
+_NOT_FRAMES: Final = frozenset(
+    {"inputs", "payload_rows", "rpc_messages", "recurring_events", "resumed_events"}
+)
+
+
 @dataclass(frozen=True)
 class Timeline:
     """What detectors take: the timeline frames, the payload texts, the inputs' reports."""
@@ -201,16 +210,18 @@ class Timeline:
     # a detector that judges requests and their answers reads them here instead of scanning
     # every message again.
     rpc_messages: pl.LazyFrame
+    # The `sse_events` rows whose id recurs in their session, and the rows (columns
+    # `RESUMED_EVENT_COLUMNS`) of the streams a resume continued (`analyzer.timeline.replays`):
+    # about one event in a hundred and one in ten, all that replay judgements read, selected
+    # once by `build_timeline` instead of by a pass over every event in each detector.
+    recurring_events: pl.LazyFrame
+    resumed_events: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
     def frames(self) -> dict[str, pl.LazyFrame]:
         """The frames by name (the keys of `analyzer.schema.TIMELINE_FRAMES`)."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name not in ("inputs", "payload_rows", "rpc_messages")
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_FRAMES}
 
     def payload_text(self, data_hashes: Sequence[str]) -> dict[str, str]:
         """The text of these payloads (base64 for binary bodies)."""
@@ -301,6 +312,9 @@ def build_timeline(
         resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered),
     )
     spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
+    events = raw.events.pipe(sse_events, placed=on_flows)
+    spill.keep("recurring_events", recurring_events(events), engine=_BIG)
+    spill.keep("resumed_events", resumed_events(events, spill.kept["resumptions"]), engine=_BIG)
     # Only the key columns of the flows stay: `exchanges` reads the others from the scan,
     # once, here (a dozen detectors read it: each would redo the scan, the join and the sort).
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
@@ -331,6 +345,8 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
         rpc_messages=kept["rpc_messages"],
+        recurring_events=kept["recurring_events"],
+        resumed_events=kept["resumed_events"],
     )
 
 
@@ -343,15 +359,15 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     message_frame = raw.messages.pipe(messages, placed=on_flows)
     rpc_messages = message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
     delivered = delivered_responses(placed, keyed, rpc_messages)
+    events = raw.events.pipe(sse_events, placed=on_flows)
+    resumes = resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
-        sse_events=raw.events.pipe(sse_events, placed=on_flows),
+        sse_events=events,
         messages=message_frame,
         streams=placed.pipe(streams, keyed=keyed, delivered=delivered),
         incarnations=placed.pipe(incarnations, keyed=keyed, delivered=delivered),
-        resumptions=resolved.pipe(
-            resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered
-        ),
+        resumptions=resumes,
         tool_calls=rpc_messages.pipe(
             tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools
         ),
@@ -360,6 +376,8 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
         rpc_messages=rpc_messages,
+        recurring_events=recurring_events(events),
+        resumed_events=resumed_events(events, resumes),
     )
 
 

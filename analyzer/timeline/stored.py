@@ -53,6 +53,8 @@ STORED: Final = (
     "incarnations",
     "resumptions",
     "sessions",
+    "recurring_events",
+    "resumed_events",
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""

@@ -1,10 +1,10 @@
-"""analyzer.detectors._cursor: the resumed streams' events, resumes placed at their cursor."""
+"""analyzer.detectors._cursor: resumes placed at their cursor."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from analyzer.detectors._cursor import resumed_at_cursor, resumed_streams
+from analyzer.detectors._cursor import resumed_at_cursor
 
 # Stream s1 resumed by flow g1 (its own incarnation); s2 resumed by g2, which was answered as a
 # new stream (not an incarnation of s2); s3 a cursor that resolved to nothing.
@@ -30,17 +30,14 @@ EVENTS = pl.LazyFrame(
 )
 
 
-def test_resumed_streams_keeps_the_events_of_streams_a_resume_continued() -> None:
-    kept = resumed_streams(RESUMPTIONS, EVENTS).collect()
-    assert kept["stream_id"].to_list() == ["s1"] * 4
-    assert kept.columns == EVENTS.collect_schema().names()
-
-
 def test_placing_resumes_reads_only_the_resumed_streams_events() -> None:
     # The cursor's flow is an incarnation of the stream it resolves to: the events of the
     # resumed streams alone place every resume as all the events do.
     everything = resumed_at_cursor(RESUMPTIONS, EVENTS).collect()
-    resumed = resumed_at_cursor(RESUMPTIONS, resumed_streams(RESUMPTIONS, EVENTS)).collect()
+    resumed = resumed_at_cursor(
+        RESUMPTIONS,
+        EVENTS.filter(pl.col("stream_id") == "s1"),  # `Timeline.resumed_events`
+    ).collect()
     assert resumed.equals(everything)
     assert resumed.select("stream_id", "cursor", "r_flow", "c_pos").rows() == [
         ("s1", "e2", "g1", 1)

@@ -19,6 +19,7 @@ from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
+from analyzer.timeline.replays import RESUMED_EVENT_COLUMNS
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -114,6 +115,8 @@ def fake_timeline(path: Path) -> Any:
             sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
             streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
             rpc_messages=empty["messages"].select(RPC_MESSAGE_COLUMNS),
+            recurring_events=empty["sse_events"],
+            resumed_events=empty["sse_events"].select(RESUMED_EVENT_COLUMNS),
         )
     )
 

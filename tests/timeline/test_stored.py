@@ -32,12 +32,17 @@ def capture(tmp_path: Path) -> Path:
 
 
 def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
-    named = {**timeline.frames(), "rpc_messages": timeline.rpc_messages}
+    named = {
+        **timeline.frames(),
+        "rpc_messages": timeline.rpc_messages,
+        "recurring_events": timeline.recurring_events,
+        "resumed_events": timeline.resumed_events,
+    }
     return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
 
 
 # Record-level frames: joins whose row order is not defined (two fresh builds differ too).
-UNORDERED = {"sse_events", "messages", "rpc_messages"}
+UNORDERED = {"sse_events", "messages", "rpc_messages", "recurring_events", "resumed_events"}
 
 
 def assert_same(got: Timeline, want: Timeline) -> None:
