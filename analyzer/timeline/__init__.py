@@ -30,7 +30,7 @@ from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
-from analyzer.timeline.replays import recurring_events, resumed_events
+from analyzer.timeline.replays import recurring_events, recurring_keys, resumed_events
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
 from analyzer.timeline.streams import (
@@ -136,6 +136,25 @@ class _Spill:
             if stored_file is None or not stored.link_or_copy(stored_file, path):
                 frame.write_parquet(path, compression="lz4", statistics=False)
             kept = pl.scan_parquet(path)
+        self.kept[name] = kept
+        return kept
+
+    def sink(self, name: str, plan: pl.LazyFrame) -> pl.LazyFrame:
+        """`keep` for a plan over the record-level scans: written by the streaming engine straight
+        to the folder's Parquet file, its rows never all in memory (collected as `keep` does
+        without a folder, or when the file cannot be written)."""
+        if self._dir is None:
+            return self.keep(name, plan, _BIG)
+        path = self._dir / f"{name}.parquet"
+        try:
+            plan.sink_parquet(path, compression="lz4", statistics=False)
+        except (OSError, pl.exceptions.PolarsError):  # no room in the folder: held in memory
+            path.unlink(missing_ok=True)
+            return self.keep(name, plan, _BIG, spill=False)
+        rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+        if self._writer is not None:
+            self._writer.put_file(name, path, rows)
+        kept = pl.scan_parquet(path) if rows >= _SPILL_ROWS else pl.read_parquet(path).lazy()
         self.kept[name] = kept
         return kept
 
@@ -312,13 +331,17 @@ def build_timeline(
         resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered),
     )
     spill.keep("sessions", keyed.pipe(sessions, streams_of_flows=placed))
-    events = raw.events.pipe(sse_events, placed=on_flows)
-    spill.keep("recurring_events", recurring_events(events), engine=_BIG)
-    spill.keep("resumed_events", resumed_events(events, spill.kept["resumptions"]), engine=_BIG)
     # Only the key columns of the flows stay: `exchanges` reads the others from the scan,
     # once, here (a dozen detectors read it: each would redo the scan, the join and the sort).
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
     del spine, keyed, issued, resolved, placed, delivered
+    # The events replay judgements read, once the flow-level frames above are gone (each pass
+    # over every event holds a few hundred MB at 10M events): a sort of 8 bytes an event finds
+    # the recurring ids, then the events are selected and written.
+    events = raw.events.pipe(sse_events, placed=on_flows)
+    recurring = recurring_keys(events).collect(engine=_BIG).lazy()
+    spill.sink("recurring_events", recurring_events(events, recurring))
+    spill.sink("resumed_events", resumed_events(events, spill.kept["resumptions"]))
     spill.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
@@ -376,7 +399,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
         rpc_messages=rpc_messages,
-        recurring_events=recurring_events(events),
+        recurring_events=recurring_events(events, recurring_keys(events)),
         resumed_events=resumed_events(events, resumes),
     )
 

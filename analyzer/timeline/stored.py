@@ -173,12 +173,29 @@ class Writer:
         path = self.staging / f"{name}.parquet"
         try:
             frame.write_parquet(path, compression="lz4", statistics=False)
-            os.chmod(path, 0o600)
-            digest = file_digest(path)
         except (OSError, pl.exceptions.PolarsError):
             self.abandon()
             return None
-        self.rows[name] = frame.height
+        return self._record(name, path, frame.height)
+
+    def put_file(self, name: str, source: Path, rows: int) -> None:
+        """Store a frame already written (`rows` rows) to a Parquet file: linked, else copied."""
+        if self.failed:
+            return
+        path = self.staging / f"{name}.parquet"
+        if not link_or_copy(source, path):
+            self.abandon()
+            return
+        self._record(name, path, rows)
+
+    def _record(self, name: str, path: Path, rows: int) -> Path | None:
+        try:
+            os.chmod(path, 0o600)
+            digest = file_digest(path)
+        except OSError:
+            self.abandon()
+            return None
+        self.rows[name] = rows
         self.digests[name] = digest
         return path
 

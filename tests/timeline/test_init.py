@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 from collections import Counter
+from typing import Any
 
 import polars as pl
 import pytest
@@ -19,7 +20,7 @@ from analyzer.timeline import (
     build_timeline,
     load_timeline,
 )
-from analyzer.timeline.replays import RESUMED_EVENT_COLUMNS
+from analyzer.timeline.replays import RECURRING_EVENT_COLUMNS, RESUMED_EVENT_COLUMNS
 from tests.support import traffic
 
 
@@ -72,8 +73,8 @@ def test_spilled_frames_read_back_the_same(
     raw = RawTables.from_frames(normalize_records(traffic.capture_records()))
     spilled = build_timeline(raw, spill_dir=tmp_path)
     small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
-    # No event id recurs in this traffic: `recurring_events` is empty, so kept in memory.
-    kept = (*small, "rpc_messages", "resumed_events")
+    # The replay frames are written there whatever their size (then read back when small).
+    kept = (*small, "rpc_messages", "recurring_events", "resumed_events")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)
     for name in small:
         frame = spilled.frames()[name]
@@ -128,22 +129,15 @@ def test_replay_frames_are_the_sse_events_rows_they_name(
         [ROUND_ROBIN / "capture"], cache=False, spill_dir=tmp_path if spill else None
     )
     events = timeline.sse_events.collect()
-    issued = [
-        (r["session_id"], r["event_id"])
-        for r in events.iter_rows(named=True)
-        if r["event_id"] and not r["id_only"]
-    ]
-    counts = Counter(issued)
+
+    def issued(row: dict[str, Any]) -> bool:
+        return bool(row["event_id"]) and not row["id_only"]
+
+    rows = list(events.iter_rows(named=True))
+    counts = Counter((r["session_id"], r["event_id"]) for r in rows if issued(r))
     recurring = events.filter(
-        pl.Series(
-            [
-                bool(r["event_id"])
-                and not r["id_only"]
-                and counts[(r["session_id"], r["event_id"])] > 1
-                for r in events.iter_rows(named=True)
-            ]
-        )
-    )
+        pl.Series([issued(r) and counts[(r["session_id"], r["event_id"])] > 1 for r in rows])
+    ).select(RECURRING_EVENT_COLUMNS)
     resumptions = timeline.resumptions.collect()
     continued = {
         r["stream_id"]

@@ -4,46 +4,55 @@ from __future__ import annotations
 
 import polars as pl
 
-from analyzer.timeline.replays import RESUMED_EVENT_COLUMNS, recurring_events, resumed_events
+from analyzer import schema as S
+from analyzer.timeline.replays import (
+    RECURRING_EVENT_COLUMNS,
+    RESUMED_EVENT_COLUMNS,
+    recurring_events,
+    recurring_keys,
+    resumed_events,
+)
 
 
 def events(*rows: tuple[str | None, str | None, str | None, bool]) -> pl.LazyFrame:
-    """SSE events as (session_id, stream_id, event_id, id_only), numbered by `ordinal`."""
+    """SSE_EVENTS rows given as (session_id, stream_id, event_id, id_only), numbered by
+    `ordinal` (the other columns null)."""
+    given = {
+        "session_id": [r[0] for r in rows],
+        "stream_id": [r[1] for r in rows],
+        "event_id": [r[2] for r in rows],
+        "id_only": [r[3] for r in rows],
+        "ordinal": list(range(len(rows))),
+    }
     return pl.LazyFrame(
-        {
-            "session_id": [r[0] for r in rows],
-            "stream_id": [r[1] for r in rows],
-            "event_id": [r[2] for r in rows],
-            "id_only": [r[3] for r in rows],
-            "ordinal": list(range(len(rows))),
-        },
-        schema_overrides={"session_id": pl.String, "stream_id": pl.String, "event_id": pl.String},
+        {name: given.get(name, [None] * len(rows)) for name in S.SSE_EVENTS},
+        schema=S.SSE_EVENTS,
     )
 
 
 def test_recurring_events_are_those_whose_id_another_event_of_the_session_carries() -> None:
-    found = recurring_events(
-        events(
-            ("s1", "a", "1", False),  # 0: id 1 twice in s1, on two streams: both kept
-            ("s1", "b", "1", False),  # 1
-            ("s1", "a", "2", False),  # 2: once in s1 ...
-            ("s2", "c", "2", False),  # 3: ... and once in s2: not a recurrence
-            ("s1", "a", "3", True),  # 4: an id-only event does not count ...
-            ("s1", "a", "3", False),  # 5: ... so id 3 carried once
-            (None, "d", "9", False),  # 6: no session is one session: kept
-            (None, "e", "9", False),  # 7
-            ("s1", "a", "", False),  # 8: empty and missing ids name nothing
-            ("s1", "a", "", False),  # 9
-            ("s1", "a", None, False),  # 10
-            ("s1", "a", None, False),  # 11
-            ("s3", "f", "4", False),  # 12: three times: all kept
-            ("s3", "f", "4", False),  # 13
-            ("s3", "g", "4", False),  # 14
-            ("s3", "g", "4", True),  # 15: but not the id-only one
-        )
-    ).collect()
+    frame = events(
+        ("s1", "a", "1", False),  # 0: id 1 twice in s1, on two streams: both kept
+        ("s1", "b", "1", False),  # 1
+        ("s1", "a", "2", False),  # 2: once in s1 ...
+        ("s2", "c", "2", False),  # 3: ... and once in s2: not a recurrence
+        ("s1", "a", "3", True),  # 4: an id-only event does not count ...
+        ("s1", "a", "3", False),  # 5: ... so id 3 carried once
+        (None, "d", "9", False),  # 6: no session is one session: kept
+        (None, "e", "9", False),  # 7
+        ("s1", "a", "", False),  # 8: empty and missing ids name nothing
+        ("s1", "a", "", False),  # 9
+        ("s1", "a", None, False),  # 10
+        ("s1", "a", None, False),  # 11
+        ("s3", "f", "4", False),  # 12: three times: all kept
+        ("s3", "f", "4", False),  # 13
+        ("s3", "g", "4", False),  # 14
+        ("s3", "g", "4", True),  # 15: but not the id-only one
+    )
+    found = recurring_events(frame, recurring_keys(frame)).collect()
     assert sorted(found["ordinal"]) == [0, 1, 6, 7, 12, 13, 14]
-    assert found.columns == ["session_id", "stream_id", "event_id", "id_only", "ordinal"]
+    assert tuple(found.columns) == RECURRING_EVENT_COLUMNS
+    assert recurring_keys(frame).collect().height == 3  # (s1, 1), (None, 9), (s3, 4)
 
 
 RESUMPTIONS = pl.LazyFrame(
@@ -57,12 +66,9 @@ RESUMPTIONS = pl.LazyFrame(
 
 
 def test_resumed_events_are_every_event_of_the_streams_a_resume_continued() -> None:
-    streams = ["s1", "s1", "s2", "s3", None, "s1"]
-    frame = pl.LazyFrame(
-        {name: [None] * len(streams) for name in RESUMED_EVENT_COLUMNS if name != "stream_id"}
-        | {"stream_id": streams, "data_hash": ["x"] * len(streams)},
-        schema_overrides={"ordinal": pl.Int64},
-    ).with_columns(pl.int_range(pl.len()).alias("ordinal"))
+    frame = events(
+        *((None, stream, None, False) for stream in ["s1", "s1", "s2", "s3", None, "s1"])
+    )
     found = resumed_events(frame, RESUMPTIONS).collect()
     assert sorted(found["ordinal"]) == [0, 1, 5]
-    assert tuple(found.columns) == RESUMED_EVENT_COLUMNS  # `data_hash` left out
+    assert tuple(found.columns) == RESUMED_EVENT_COLUMNS
