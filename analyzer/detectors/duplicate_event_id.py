@@ -27,6 +27,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per (session, event id) that named more than one payload."""
     kinds = timeline.sessions.select("session_id", "kind")
     flows = timeline.exchanges.select("flow_id", "replica", "era")
+    # Without a server session, ids only have to be unique within one logical stream.
     scope = (
         pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
         .then(pl.lit(""))
