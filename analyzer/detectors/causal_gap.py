@@ -30,6 +30,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import resumed_at_cursor
 from analyzer.findings import Severity
+from analyzer.timeline.replays import ISSUED
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -68,8 +69,7 @@ def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     # monotone, so the latest incarnation and time per (stream, id) and (stream, payload) say
     # it: no join of every resume with every event of its stream is kept. Only the ids and
     # payloads of the events after some cursor are looked up: those are aggregated, not all.
-    has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-    candidates = events.filter(has_id).select(
+    candidates = events.filter(ISSUED).select(
         "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
     )
     after = (

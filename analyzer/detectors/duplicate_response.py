@@ -25,6 +25,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline.replays import recurring_hashes
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -65,19 +66,15 @@ def _recurring(rows: pl.LazyFrame, counted: pl.LazyFrame, *key: str) -> pl.LazyF
     """The rows whose key recurs: only those can be in a group of two (a cheap pass over every
     row, so that the evidence lists are built for the few groups that can become findings).
 
-    The pass reads the 64-bit hash of each key of `counted` (the rows of `rows`, or more, from a
-    plan written otherwise: a scan shared by the pass and the rows would be kept whole until
-    both had read it) and sorts those hashes on the streaming engine: a hash equal to its
-    predecessor recurs (a sort holds 8 bytes a row; a count per hash, a hash table several
-    times that). A collision, or a row of `counted` only, lets a row through whose group then
+    The pass is `recurring_hashes` of `counted` (the rows of `rows`, or more, from a plan
+    written otherwise: a scan shared by the pass and the rows would be kept whole until both had
+    read it). A collision, or a row of `counted` only, lets a row through whose group then
     holds one row. A semi-join keeps the rows."""
-    hashed = pl.struct(*key).hash().alias("_key_hash")
-    again = (
-        counted.select(hashed)
-        .sort("_key_hash")
-        .filter(pl.col("_key_hash") == pl.col("_key_hash").shift())
+    return (
+        rows.with_columns(pl.struct(*key).hash().alias("_key"))
+        .join(recurring_hashes(counted, *key), on="_key", how="semi")
+        .drop("_key")
     )
-    return rows.with_columns(hashed).join(again, on="_key_hash", how="semi").drop("_key_hash")
 
 
 def _placed(rows: pl.LazyFrame, timeline: Timeline) -> pl.LazyFrame:

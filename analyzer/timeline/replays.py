@@ -15,9 +15,11 @@ import polars as pl
 
 __all__ = [
     "INCARNATION",
+    "ISSUED",
     "RECURRING_EVENT_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
     "recurring_events",
+    "recurring_hashes",
     "recurring_keys",
     "resumed_events",
 ]
@@ -43,28 +45,34 @@ def _own(*names: str) -> pl.Expr:
     return pl.col(*names) + ""
 
 
-# An event that names an id (a priming event names one but carries nothing).
-_ISSUED: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+ISSUED: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
+"""SSE_EVENTS rows that issue an id (a priming event names one but carries nothing)."""
 _KEY: Final = pl.struct("session_id", "event_id").hash().alias("_key")
 
 
-def recurring_keys(events: pl.LazyFrame) -> pl.LazyFrame:
-    """The keys (`_key`, a 64-bit hash of session and event id) that more than one event of
-    `events` carries, id-only events left out (a null session is one session).
+def recurring_hashes(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
+    """The 64-bit hashes (`_key`, `pl.struct(*key).hash()`) of the `key` values that more than
+    one row of `rows` carries.
 
-    Found by sorting the hashes (8 bytes an event; a count per key in a hash table holds several
-    times that) and keeping a hash equal to its predecessor. A collision would keep a few rows
-    of `recurring_events` too many, never lose one: every reader compares the ids themselves.
-    Collect it before `recurring_events` reads it: a plan that joins every event to a key set it
-    is still computing holds the events until the set is complete.
+    Found by sorting the hashes on the streaming engine and keeping a hash equal to its
+    predecessor (8 bytes a row; a count per key in a hash table holds several times that). A
+    collision lets a few rows through whose key does not recur, never loses one: a reader
+    compares the values themselves. Collect it before a plan that joins `rows` to it: a plan
+    joining every row to a key set it is still computing holds the rows until the set is
+    complete.
     """
     return (
-        events.filter(_ISSUED)
-        .select(_KEY)
+        rows.select(pl.struct(*key).hash().alias("_key"))
         .sort("_key")
         .filter(pl.col("_key") == pl.col("_key").shift())
         .unique()
     )
+
+
+def recurring_keys(events: pl.LazyFrame) -> pl.LazyFrame:
+    """`recurring_hashes` of (session, event id) over the events that issue an id (a null
+    session is one session): what `recurring_events` selects by."""
+    return recurring_hashes(events.filter(ISSUED), "session_id", "event_id")
 
 
 def recurring_events(events: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
@@ -72,7 +80,7 @@ def recurring_events(events: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
     other row of the same session carries too: the rows of `events` whose key is one of
     `recurring_keys(events)` (`keys`)."""
     return (
-        events.filter(_ISSUED)
+        events.filter(ISSUED)
         .select(*RECURRING_EVENT_COLUMNS, _KEY)
         .join(keys, on="_key", how="semi")
         .drop("_key")
