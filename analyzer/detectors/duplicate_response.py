@@ -134,9 +134,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )  # fmt: skip
     # Every fresh server message with an event id, of the events whose id recurs in their
-    # session (`Timeline.recurring_events`): one message sent in two events is one of those.
+    # session (`Timeline.recurring_events`): one message sent in two events is one of those
+    # (their messages are among `Timeline.replay_messages`).
     recurring = timeline.recurring_events.filter(_FRESH).select("flow_id", "ordinal")
-    fresh = timeline.messages.filter(
+    fresh = timeline.replay_messages.filter(
         (pl.col("direction") == "s2c") & _FRESH
         & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
     ).join(recurring, on=["flow_id", "ordinal"], how="semi")  # fmt: skip

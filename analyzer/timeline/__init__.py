@@ -8,7 +8,8 @@ resumptions, tool_calls, sessions) and `exchanges` (one row per flow, read by mo
 detectors that each collect a frame do not redo them. These are collected one at a time, and a
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
 message rows of requests, responses and cancellations (`rpc_messages`) and the events replay
-judgements read (`recurring_events`, `resumed_events`: `analyzer.timeline.replays`).
+judgements read and their messages (`recurring_events`, `resumed_events`, `replay_messages`:
+`analyzer.timeline.replays`).
 `sse_events` and `messages` stay lazy scans of the Parquet tables joined to the flows'
 placement (collected once): a detector reads only the columns and rows it asks for.
 `load_timeline` stores the collected frames in the cache and reads them back on a later
@@ -30,7 +31,12 @@ from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
-from analyzer.timeline.replays import recurring_events, recurring_keys, resumed_events
+from analyzer.timeline.replays import (
+    recurring_events,
+    recurring_keys,
+    replay_messages,
+    resumed_events,
+)
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
 from analyzer.timeline.streams import (
@@ -207,7 +213,14 @@ class RawTables:
 # Timeline fields that are not frames of `analyzer.schema.TIMELINE_FRAMES` (the derived ones are
 # subsets of those frames).
 _NOT_FRAMES: Final = frozenset(
-    {"inputs", "payload_rows", "rpc_messages", "recurring_events", "resumed_events"}
+    {
+        "inputs",
+        "payload_rows",
+        "rpc_messages",
+        "recurring_events",
+        "resumed_events",
+        "replay_messages",
+    }
 )
 
 
@@ -229,12 +242,15 @@ class Timeline:
     # a detector that judges requests and their answers reads them here instead of scanning
     # every message again.
     rpc_messages: pl.LazyFrame
-    # The `sse_events` rows whose id recurs in their session, and the rows (columns
-    # `RESUMED_EVENT_COLUMNS`) of the streams a resume continued (`analyzer.timeline.replays`):
-    # about one event in a hundred and one in ten, all that replay judgements read, selected
-    # once by `build_timeline` instead of by a pass over every event in each detector.
+    # The `sse_events` rows whose id recurs in their session (`RECURRING_EVENT_COLUMNS`) and
+    # those of the streams a resume continued (`RESUMED_EVENT_COLUMNS`): about one event in a
+    # hundred and one in ten, all that replay judgements read, selected once by
+    # `build_timeline` instead of by a pass over every event in each detector
+    # (`analyzer.timeline.replays`).
     recurring_events: pl.LazyFrame
     resumed_events: pl.LazyFrame
+    # The `messages` rows (columns `REPLAY_MESSAGE_COLUMNS`) those events carried.
+    replay_messages: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
@@ -337,11 +353,19 @@ def build_timeline(
     del spine, keyed, issued, resolved, placed, delivered
     # The events replay judgements read, once the flow-level frames above are gone (each pass
     # over every event holds a few hundred MB at 10M events): a sort of 8 bytes an event finds
-    # the recurring ids, then the events are selected and written.
+    # the recurring ids, then the events are selected and written, then the messages they carried.
     events = raw.events.pipe(sse_events, placed=on_flows)
     recurring = recurring_keys(events).collect(engine=_BIG).lazy()
     spill.sink("recurring_events", recurring_events(events, recurring))
     spill.sink("resumed_events", resumed_events(events, spill.kept["resumptions"]))
+    spill.sink(
+        "replay_messages",
+        replay_messages(
+            message_frame,
+            spill.kept["recurring_events"],
+            spill.kept["resumed_events"],
+        ),
+    )
     spill.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
@@ -370,6 +394,7 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
         rpc_messages=kept["rpc_messages"],
         recurring_events=kept["recurring_events"],
         resumed_events=kept["resumed_events"],
+        replay_messages=kept["replay_messages"],
     )
 
 
@@ -384,6 +409,8 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     delivered = delivered_responses(placed, keyed, rpc_messages)
     events = raw.events.pipe(sse_events, placed=on_flows)
     resumes = resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered)
+    recurring = recurring_events(events, recurring_keys(events))
+    resumed = resumed_events(events, resumes)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
         sse_events=events,
@@ -399,8 +426,9 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         inputs=tuple(inputs),
         payload_rows=raw.payload_rows,
         rpc_messages=rpc_messages,
-        recurring_events=recurring_events(events, recurring_keys(events)),
-        resumed_events=resumed_events(events, resumes),
+        recurring_events=recurring,
+        resumed_events=resumed,
+        replay_messages=replay_messages(message_frame, recurring, resumed),
     )
 
 

@@ -1,10 +1,12 @@
-"""The few SSE events that replay judgements read: ids issued more than once, resumed streams.
+"""The few SSE events that replay judgements read (ids issued more than once, resumed streams)
+and the messages those events carried.
 
 Most events of a capture are sent once on a stream nobody resumed. The detectors that judge
-replays (duplicate ids, replays across streams, gaps after a cursor, phantom resumes) look only
-at the events whose id recurs in their session or whose stream a resume continued: selecting
-those takes a pass over every event, which `build_timeline` makes once and stores, instead of
-each detector making its own on every analysis.
+replays (duplicate ids and responses, replays across streams, gaps after a cursor, phantom
+resumes) look only at the events whose id recurs in their session or whose stream a resume
+continued, and at their messages: selecting those takes a pass over every event and every
+message, which `build_timeline` makes once and stores, instead of each detector making its own
+on every analysis.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ __all__ = [
     "INCARNATION",
     "ISSUED",
     "RECURRING_EVENT_COLUMNS",
+    "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
     "recurring_events",
     "recurring_hashes",
     "recurring_keys",
+    "replay_messages",
     "resumed_events",
 ]
 
@@ -36,6 +40,11 @@ RECURRING_EVENT_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "incarna
 RESUMED_EVENT_COLUMNS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal",
                                 "stream_pos", "event_id", "id_only", "payload_hash")  # fmt: skip
 """The SSE_EVENTS columns of `resumed_events` (what the detectors reading it ask for)."""
+
+REPLAY_MESSAGE_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "ts", "seq", "incarnation",
+                                 "ordinal", "event_id", "direction", "payload_hash",
+                                 "progress_token", "progress")  # fmt: skip
+"""The MESSAGES columns of `replay_messages` (what the detectors reading it ask for)."""
 
 
 # Their text columns, copied out of the pages they were read from: a row selected from a scan
@@ -102,4 +111,16 @@ def resumed_events(events: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFr
         events.select(RESUMED_EVENT_COLUMNS)
         .join(wanted, on="stream_id", how="semi")
         .with_columns(_own("stream_id", "flow_id", "event_id", "payload_hash"))
+    )
+
+
+def replay_messages(messages: pl.LazyFrame, *carriers: pl.LazyFrame) -> pl.LazyFrame:
+    """The MESSAGES rows (columns `REPLAY_MESSAGE_COLUMNS`) carried by the events of `carriers`
+    (`recurring_events` and `resumed_events`: frames with `flow_id` and `ordinal`)."""
+    carried = pl.concat([c.select("flow_id", "ordinal") for c in carriers]).unique()
+    return (
+        messages.filter(pl.col("source") == "sse")
+        .select(REPLAY_MESSAGE_COLUMNS)
+        .join(carried, on=["flow_id", "ordinal"], how="semi")
+        .with_columns(_own("session_id", "stream_id", "flow_id", "event_id", "payload_hash"))
     )

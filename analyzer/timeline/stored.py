@@ -55,6 +55,7 @@ STORED: Final = (
     "sessions",
     "recurring_events",
     "resumed_events",
+    "replay_messages",
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""

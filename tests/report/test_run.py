@@ -19,7 +19,7 @@ from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
-from analyzer.timeline.replays import RESUMED_EVENT_COLUMNS
+from analyzer.timeline.replays import REPLAY_MESSAGE_COLUMNS, RESUMED_EVENT_COLUMNS
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -117,6 +117,7 @@ def fake_timeline(path: Path) -> Any:
             rpc_messages=empty["messages"].select(RPC_MESSAGE_COLUMNS),
             recurring_events=empty["sse_events"],
             resumed_events=empty["sse_events"].select(RESUMED_EVENT_COLUMNS),
+            replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),
         )
     )
 

@@ -20,7 +20,11 @@ from analyzer.timeline import (
     build_timeline,
     load_timeline,
 )
-from analyzer.timeline.replays import RECURRING_EVENT_COLUMNS, RESUMED_EVENT_COLUMNS
+from analyzer.timeline.replays import (
+    RECURRING_EVENT_COLUMNS,
+    REPLAY_MESSAGE_COLUMNS,
+    RESUMED_EVENT_COLUMNS,
+)
 from tests.support import traffic
 
 
@@ -74,7 +78,7 @@ def test_spilled_frames_read_back_the_same(
     spilled = build_timeline(raw, spill_dir=tmp_path)
     small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
     # The replay frames are written there whatever their size (then read back when small).
-    kept = (*small, "rpc_messages", "recurring_events", "resumed_events")
+    kept = (*small, "rpc_messages", "recurring_events", "resumed_events", "replay_messages")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)
     for name in small:
         frame = spilled.frames()[name]
@@ -147,7 +151,15 @@ def test_replay_frames_are_the_sse_events_rows_they_name(
     resumed = events.filter(pl.col("stream_id").is_in(sorted(continued))).select(
         RESUMED_EVENT_COLUMNS
     )
+    carriers = {(r["flow_id"], r["ordinal"]) for r in (*recurring.rows(named=True),
+                                                        *resumed.rows(named=True))}  # fmt: skip
+    messages = timeline.messages.collect()
+    carried = messages.filter(
+        pl.Series([(r["flow_id"], r["ordinal"]) in carriers for r in messages.rows(named=True)])
+    ).select(REPLAY_MESSAGE_COLUMNS)
     assert recurring.height >= 2 and resumed.height >= 2  # the fixture holds both
+    assert carried.height >= 2  # messages of both kinds of event
     assert_frame_equal(timeline.recurring_events.collect(), recurring, check_row_order=False)
     assert_frame_equal(timeline.resumed_events.collect(), resumed, check_row_order=False)
+    assert_frame_equal(timeline.replay_messages.collect(), carried, check_row_order=False)
     assert ("parquet" in timeline.resumed_events.explain().lower()) == spill

@@ -1,4 +1,5 @@
-"""analyzer.timeline.replays: the events whose id recurs, the events of resumed streams."""
+"""analyzer.timeline.replays: the events whose id recurs, those of resumed streams, their
+messages."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import polars as pl
 from analyzer import schema as S
 from analyzer.timeline.replays import (
     RECURRING_EVENT_COLUMNS,
+    REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
     recurring_events,
     recurring_keys,
+    replay_messages,
     resumed_events,
 )
 
@@ -72,3 +75,23 @@ def test_resumed_events_are_every_event_of_the_streams_a_resume_continued() -> N
     found = resumed_events(frame, RESUMPTIONS).collect()
     assert sorted(found["ordinal"]) == [0, 1, 5]
     assert tuple(found.columns) == RESUMED_EVENT_COLUMNS
+
+
+def test_replay_messages_are_the_messages_the_given_events_carried() -> None:
+    rows = [  # (flow_id, source, ordinal, member)
+        ("f1", "sse", 0, None),  # carried by an event of the first set
+        ("f1", "sse", 1, None),  # its event is in neither
+        ("f2", "sse", 0, 0),  # a batch of two in an event of the second set: both kept
+        ("f2", "sse", 0, 1),
+        ("f2", "request_body", None, None),  # not carried by an event
+    ]
+    names = ("flow_id", "source", "ordinal", "member")
+    messages = pl.LazyFrame(
+        {name: [dict(zip(names, r, strict=True)).get(name) for r in rows] for name in S.MESSAGES},
+        schema=S.MESSAGES,
+    )
+    first = pl.LazyFrame({"flow_id": ["f1", "f3"], "ordinal": [0, 0]})
+    second = pl.LazyFrame({"flow_id": ["f2", "f1"], "ordinal": [0, 0]})  # (f1, 0) in both
+    found = replay_messages(messages, first, second).collect()
+    assert sorted(found.select("flow_id", "ordinal").rows()) == [("f1", 0), ("f2", 0), ("f2", 0)]
+    assert tuple(found.columns) == REPLAY_MESSAGE_COLUMNS

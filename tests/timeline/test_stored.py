@@ -37,12 +37,20 @@ def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
         "rpc_messages": timeline.rpc_messages,
         "recurring_events": timeline.recurring_events,
         "resumed_events": timeline.resumed_events,
+        "replay_messages": timeline.replay_messages,
     }
     return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
 
 
 # Record-level frames: joins whose row order is not defined (two fresh builds differ too).
-UNORDERED = {"sse_events", "messages", "rpc_messages", "recurring_events", "resumed_events"}
+UNORDERED = {
+    "sse_events",
+    "messages",
+    "rpc_messages",
+    "recurring_events",
+    "resumed_events",
+    "replay_messages",
+}
 
 
 def assert_same(got: Timeline, want: Timeline) -> None:
