@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _STREAM: Final = ("stream_id", "incarnation")
+# A prefix holding an epoch in milliseconds (13 digits; 10 or more here) counts nothing.
+_NOT_EPOCH: Final = ~pl.col("prefix").str.contains(r"\d{10}")
 
 
 def _counter(column: str, prefix: str, n: str) -> list[pl.Expr]:
@@ -63,10 +65,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
     )
 
-    def counters(events: pl.LazyFrame) -> pl.LazyFrame:
+    def parsed(events: pl.LazyFrame) -> pl.LazyFrame:
         return events.with_columns(*_counter("event_id", "prefix", "n")).filter(
-            pl.col("n").is_not_null() & ~pl.col("prefix").str.contains(r"\d{10}")
+            pl.col("n").is_not_null()
         )
+
+    def counters(events: pl.LazyFrame) -> pl.LazyFrame:
+        return parsed(events).filter(_NOT_EPOCH)
 
     # Only a stream where some incarnation's counter is not `ordinal + constant` can run back
     # within an incarnation (`n - ordinal` constant means strictly rising), and only one whose
@@ -74,9 +79,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # incarnation finds those few streams before any sort or window sees their events.
     offset = pl.col("n") - pl.col("ordinal")
     suspect = (
-        counters(with_id.select(*_STREAM, "event_id", "ordinal"))
+        parsed(with_id.select(*_STREAM, "event_id", "ordinal"))
         .group_by(*_STREAM, "prefix")
         .agg(offset.min().alias("lo"), offset.max().alias("hi"), pl.col("n").min())
+        .filter(_NOT_EPOCH)  # a regex once a prefix, not once an event
         .join(cursors.select(*_STREAM, "c_prefix", "c_n"), on=list(_STREAM), how="left")
         .filter(
             (pl.col("lo") != pl.col("hi"))

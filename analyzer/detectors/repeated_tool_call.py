@@ -61,13 +61,15 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     sessions = timeline.sessions.select("session_id", client.alias("client"), "start")
     rank = pl.col("start").rank("ordinal").over("client").alias("rank")
     key = ("client", "server", "tool_name", "arguments_hash")
+    same_key = pl.all_horizontal(*(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in key))
     calls = (
         timeline.tool_calls.filter(~pl.col("read_only_hint").fill_null(False))
         .join(sessions.with_columns(rank), on="session_id", how="left")
         .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left")
-        .with_columns(
-            pl.col(c).shift(1).over(key, order_by=["ts", "seq"]).alias(f"prev_{c}") for c in _PREV
-        )
+        # Each call next to the one before it with the same key: sorted once, each previous
+        # value a shift (a window per column over the key cost 0.4 s for 36k calls).
+        .sort(*key, "ts", "seq", maintain_order=True)
+        .with_columns(pl.when(same_key).then(pl.col(c).shift(1)).alias(f"prev_{c}") for c in _PREV)
     )
     p = {c: pl.col(f"prev_{c}") for c in _PREV}
     # "accepted": a 202 whose result was due on another stream (legacy SSE, a GET stream).

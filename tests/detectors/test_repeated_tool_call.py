@@ -183,6 +183,15 @@ def three_attempts_give_two_repeats(c: Capture) -> None:
     _call(c, "S1", 3)
 
 
+def other_calls_in_between(c: Capture) -> None:
+    # The repeat is judged against the last call of its own key, not the last call overall.
+    _init(c, "S1")
+    _call(c, "S1", 1, fate="404")
+    _call(c, "S1", 2, arguments={**CARD, "amount": 2000})
+    _call(c, "S1", 3, name="upsert")
+    _call(c, "S1", 4)
+
+
 CASES: dict[str, tuple[Callable[[Capture], None], list[tuple[str, list[str], str]]]] = {
     "broken, re-issued with keys reordered": (
         broken_then_reissued_key_order_and_space,
@@ -213,6 +222,7 @@ CASES: dict[str, tuple[Callable[[Capture], None], list[tuple[str, list[str], str
         three_attempts_give_two_repeats,
         [("high", ["1", "2"], "mcp:S1"), ("high", ["2", "3"], "mcp:S1")],
     ),
+    "other calls in between": (other_calls_in_between, [("high", ["1", "4"], "mcp:S1")]),
 }
 
 
