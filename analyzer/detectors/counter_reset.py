@@ -92,8 +92,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
         .select("stream_id")
         .unique()
+        .collect(engine="streaming")
     )
-    counted = counters(with_id.join(suspect, on="stream_id", how="semi"))
+    if suspect.is_empty():  # no stream can have gone back (the usual case): no more passes
+        with_id = pl.LazyFrame(schema=with_id.collect_schema())
+    counted = counters(with_id.join(suspect.lazy(), on="stream_id", how="semi"))
     ids = (
         counted.sort("stream_id", "incarnation", "ordinal")
         .with_columns(

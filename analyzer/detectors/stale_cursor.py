@@ -31,9 +31,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # Messages the cursor's stream sent after it, carried again by the answer (same id, same
     # payload): the server resumed another session's stream into this one.
     sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
-    foreign = timeline.resumptions.filter(pl.col("status") == "other_session")
+    foreign = timeline.resumptions.filter(pl.col("status") == "other_session").collect()
+    if foreign.is_empty():  # no cursor from another session (the usual case): no event is read
+        sent = pl.LazyFrame(schema=sent.collect_schema())
     # Only the events of the streams those cursors name: the join below never holds the rest.
-    cursor_streams = foreign.select(pl.col("cursor_stream_id").alias("stream_id")).unique()
+    cursor_streams = foreign.lazy().select(pl.col("cursor_stream_id").alias("stream_id")).unique()
     earlier = sent.join(cursor_streams, on="stream_id", how="semi").select(
         *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
         "event_id",
@@ -42,7 +44,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     replayed = (
         sent.select("flow_id", "ordinal", "event_id", "payload_hash")
-        .join(foreign, on="flow_id")
+        .join(foreign.lazy(), on="flow_id")
         .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
         .filter(
             (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))
