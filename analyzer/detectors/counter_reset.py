@@ -26,64 +26,38 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline.counters import NOT_EPOCH, id_counter
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _STREAM: Final = ("stream_id", "incarnation")
-# A prefix holding an epoch in milliseconds (13 digits; 10 or more here) counts nothing.
-_NOT_EPOCH: Final = ~pl.col("prefix").str.contains(r"\d{10}")
-
-
-def _counter(column: str, prefix: str, n: str) -> list[pl.Expr]:
-    """The `prefix` and counter `n` of the ids in `column`: the id's trailing run of ASCII
-    digits when it has 1 to 9 of them (nulls otherwise), and what comes before it.
-
-    String operations, no regex: a regex over every event id was most of what this detector
-    cost. (An SSE id holds no line break; digits of other scripts are no counter here: they do
-    not parse as integers.)
-    """
-    text = pl.col(column)
-    head = text.str.strip_chars_end("0123456789")
-    digits = text.str.len_bytes() - head.str.len_bytes()
-    counted = digits.is_between(1, 9)
-    return [
-        pl.when(counted).then(head).alias(prefix),
-        pl.when(counted)
-        .then(text.str.slice(head.str.len_chars()).cast(pl.Int64, strict=False))
-        .alias(n),
-    ]
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per incarnation whose counter went back."""
     cursors = timeline.incarnations.select(
-        *_STREAM, "cursor", "replica", *_counter("cursor", "c_prefix", "c_n")
+        *_STREAM, "cursor", "replica", *id_counter("cursor", "c_prefix", "c_n")
     )
     order = ("ts", "seq", "ordinal")
     with_id = timeline.sse_events.filter(
         pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
     )
 
-    def parsed(events: pl.LazyFrame) -> pl.LazyFrame:
-        return events.with_columns(*_counter("event_id", "prefix", "n")).filter(
-            pl.col("n").is_not_null()
-        )
-
     def counters(events: pl.LazyFrame) -> pl.LazyFrame:
-        return parsed(events).filter(_NOT_EPOCH)
+        return events.with_columns(*id_counter("event_id", "prefix", "n")).filter(
+            pl.col("n").is_not_null() & NOT_EPOCH
+        )
 
     # Only a stream where some incarnation's counter is not `ordinal + constant` can run back
     # within an incarnation (`n - ordinal` constant means strictly rising), and only one whose
-    # counter reaches down to its cursor's can go back to it: a streaming pass of min/max per
-    # incarnation finds those few streams before any sort or window sees their events.
-    offset = pl.col("n") - pl.col("ordinal")
+    # counter reaches down to its cursor's can go back to it: the timeline's summary of every
+    # incarnation's counters (`Timeline.id_counters`) names those few streams before any sort
+    # or window sees their events.
     suspect = (
-        parsed(with_id.select(*_STREAM, "event_id", "ordinal"))
-        .group_by(*_STREAM, "prefix")
-        .agg(offset.min().alias("lo"), offset.max().alias("hi"), pl.col("n").min())
-        .filter(_NOT_EPOCH)  # a regex once a prefix, not once an event
-        .join(cursors.select(*_STREAM, "c_prefix", "c_n"), on=list(_STREAM), how="left")
+        timeline.id_counters.join(
+            cursors.select(*_STREAM, "c_prefix", "c_n"), on=list(_STREAM), how="left"
+        )
         .filter(
             (pl.col("lo") != pl.col("hi"))
             | ((pl.col("c_prefix") == pl.col("prefix")) & (pl.col("n") <= pl.col("c_n"))).fill_null(

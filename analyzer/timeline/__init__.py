@@ -9,7 +9,7 @@ detectors that each collect a frame do not redo them. These are collected one at
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
 message rows of requests, responses and cancellations (`rpc_messages`) and the events replay
 judgements read and their messages (`recurring_events`, `resumed_events`, `replay_messages`:
-`analyzer.timeline.replays`).
+`analyzer.timeline.replays`) and how each incarnation's id counter moved (`id_counters`).
 `sse_events` and `messages` stay lazy scans of the Parquet tables joined to the flows'
 placement (collected once): a detector reads only the columns and rows it asks for.
 `load_timeline` stores the collected frames in the cache and reads them back on a later
@@ -29,6 +29,7 @@ from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
+from analyzer.timeline.counters import id_counters
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.replays import (
@@ -220,6 +221,7 @@ _NOT_FRAMES: Final = frozenset(
         "recurring_events",
         "resumed_events",
         "replay_messages",
+        "id_counters",
     }
 )
 
@@ -251,6 +253,9 @@ class Timeline:
     resumed_events: pl.LazyFrame
     # The `messages` rows (columns `REPLAY_MESSAGE_COLUMNS`) those events carried.
     replay_messages: pl.LazyFrame
+    # Per stream, incarnation and id prefix, how the event-id counter moved
+    # (`analyzer.timeline.counters`): one pass over every id, made once by `build_timeline`.
+    id_counters: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
@@ -366,6 +371,7 @@ def build_timeline(
             spill.kept["resumed_events"],
         ),
     )
+    spill.keep("id_counters", id_counters(events), engine=_BIG)
     spill.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
@@ -395,6 +401,7 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
         recurring_events=kept["recurring_events"],
         resumed_events=kept["resumed_events"],
         replay_messages=kept["replay_messages"],
+        id_counters=kept["id_counters"],
     )
 
 
@@ -429,6 +436,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         recurring_events=recurring,
         resumed_events=resumed,
         replay_messages=replay_messages(message_frame, recurring, resumed),
+        id_counters=id_counters(events),
     )
 
 

@@ -56,6 +56,7 @@ STORED: Final = (
     "recurring_events",
     "resumed_events",
     "replay_messages",
+    "id_counters",
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""

@@ -8,7 +8,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analyzer.detectors.counter_reset import DETECTOR, _counter
+from analyzer.detectors.counter_reset import DETECTOR
+from analyzer.timeline.counters import id_counter
 from tests.support.records import Capture
 from tests.support.streams import Session, findings, note, prime, progress
 
@@ -143,7 +144,7 @@ SPLITS = [
 
 def test_the_counter_is_the_trailing_run_of_ascii_digits() -> None:
     ids = pl.DataFrame({"event_id": [i for i, _, _ in SPLITS]}, schema={"event_id": pl.String})
-    split = ids.select(_counter("event_id", "prefix", "n"))
+    split = ids.select(id_counter("event_id", "prefix", "n"))
     assert split.rows() == [(prefix, n) for _, prefix, n in SPLITS]
 
 

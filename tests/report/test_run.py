@@ -19,6 +19,7 @@ from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
+from analyzer.timeline.counters import id_counters
 from analyzer.timeline.replays import REPLAY_MESSAGE_COLUMNS, RESUMED_EVENT_COLUMNS
 from tests.support.report_sample import ROWS, make_report
 
@@ -118,6 +119,7 @@ def fake_timeline(path: Path) -> Any:
             recurring_events=empty["sse_events"],
             resumed_events=empty["sse_events"].select(RESUMED_EVENT_COLUMNS),
             replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),
+            id_counters=id_counters(empty["sse_events"]),
         )
     )
 

@@ -38,6 +38,7 @@ def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
         "recurring_events": timeline.recurring_events,
         "resumed_events": timeline.resumed_events,
         "replay_messages": timeline.replay_messages,
+        "id_counters": timeline.id_counters,
     }
     return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
 
@@ -50,6 +51,7 @@ UNORDERED = {
     "recurring_events",
     "resumed_events",
     "replay_messages",
+    "id_counters",
 }
 
 
