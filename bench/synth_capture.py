@@ -8,6 +8,13 @@ of progress notifications ending in their result; one call stream in eight break
 resumed by a GET carrying Last-Event-ID that correctly replays what the client missed (same id,
 same payload) and goes on. Payloads differ event to event
 (progress counters, timestamps), as they do on the wire. Files rotate every `--rotate` records.
+
+`--get-resumes K`: each session's standalone GET stream also breaks K times, evenly spread, and
+is resumed each time from the last event the client saw, as an idle timeout in front of
+long-lived streams does; the server replays nothing and goes on (a stress for the judgements
+that place every resume in its stream's history). `--counter-ids`: event ids are the session's
+event counter ("1", "2", ...), unique in their session as the spec asks, so every session issues
+the same ids (a stress for the judgements that look for a cursor in other sessions).
 """
 
 from __future__ import annotations
@@ -77,7 +84,9 @@ def _body(msg: dict[str, Any]) -> dict[str, str]:
     return {"text": json.dumps(msg, separators=(",", ":"))}
 
 
-def _session(w: _Writer, client: str, count: int) -> None:
+def _session(
+    w: _Writer, client: str, count: int, get_resumes: int = 0, counter_ids: bool = False
+) -> None:
     budget = w.events + count
     sid = uuid.UUID(int=random.getrandbits(128)).hex
     counter = 0
@@ -122,7 +131,7 @@ def _session(w: _Writer, client: str, count: int) -> None:
             eid, text = replay, sent[replay]  # a correct replay: same id, same payload
         else:
             counter += 1
-            eid = f"{f[:8]}_{counter}"
+            eid = str(counter) if counter_ids else f"{f[:8]}_{counter}"
             text = f"id: {eid}\n" + (
                 f"data: {json.dumps(data, separators=(',', ':'))}\n\n" if data else "data: \n\n"
             )
@@ -188,8 +197,18 @@ def _session(w: _Writer, client: str, count: int) -> None:
     g = flow()
     request(g, "GET", None, **hs)
     response(g, 200, **{"content-type": "text/event-stream"})
-    for n in range(max(1, count // 10)):
-        event(
+    ticks = max(1, count // 10)
+    breaks_at = {ticks * (i + 1) // (get_resumes + 1) for i in range(get_resumes)}
+    n = 0
+    last = ""
+    for tick in range(ticks):
+        if tick in breaks_at and last:
+            end(g, "client_closed")
+            g = flow()
+            request(g, "GET", None, **{**hs, "last-event-id": last})
+            response(g, 200, **{"content-type": "text/event-stream"})
+            n = 0
+        last = event(
             g,
             n,
             {
@@ -202,6 +221,7 @@ def _session(w: _Writer, client: str, count: int) -> None:
                 },
             },
         )
+        n += 1
     rid = 2
     while w.events < budget:
         c = flow()
@@ -294,13 +314,18 @@ def main() -> None:
     parser.add_argument("--rotate", type=int, default=200_000, help="records per file")
     parser.add_argument("--per-session", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--get-resumes", type=int, default=0, help="resumes of each standalone GET stream"
+    )
+    parser.add_argument("--counter-ids", action="store_true", help="ids: the session's counter")
     args = parser.parse_args()
     random.seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     w = _Writer(args.out, args.rotate, uuid.UUID(int=random.getrandbits(128)).hex)
     clients = [f"10.1.{i // 250}.{i % 250 + 1}:{40000 + i}" for i in range(64)]
     while w.events < args.events:
-        _session(w, random.choice(clients), min(args.per_session, args.events - w.events))
+        count = min(args.per_session, args.events - w.events)
+        _session(w, random.choice(clients), count, args.get_resumes, args.counter_ids)
     w.close()
     size = sum(p.stat().st_size for p in args.out.glob("*.jsonl"))
     print(f"{w.events} events, {w.seq} records, {size / 1e6:.1f} MB in {args.out}")

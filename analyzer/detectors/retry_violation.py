@@ -17,6 +17,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline.order import latest_before
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -38,17 +39,13 @@ def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
         pl.col("replica").alias("_prev_replica"),
         pl.col("last_retry_ms").forward_fill().over("stream_id").alias("_retry_ms"),
     )
-    before = (pl.col("_prev_ts") < pl.col("ts")) | (
-        (pl.col("_prev_ts") == pl.col("ts")) & (pl.col("_prev_seq") < pl.col("seq"))
-    )
     # The incarnation the resume follows: the stream's latest one requested before it.
-    resumes = (
-        timeline.resumptions.filter(pl.col("status") == "resolved")
-        .join(incs, on="stream_id")
-        .filter(before & (pl.col("_prev_flow") != pl.col("flow_id")))
-        .sort("_prev_ts", "_prev_seq")
-        .group_by("flow_id", maintain_order=True)
-        .agg(pl.all().last())
+    resumes = latest_before(
+        timeline.resumptions.filter(pl.col("status") == "resolved"),
+        incs,
+        by=("stream_id",),
+        on=("ts", "seq"),
+        candidate_on=("_prev_ts", "_prev_seq"),
     )
     wait_ms = (pl.col("ts") - pl.col("_prev_end_ts")).dt.total_microseconds() / 1000.0
     found = resumes.filter(

@@ -44,6 +44,7 @@ from analyzer.timeline.streams import (
     delivered_responses,
     incarnations,
     issued_cursors,
+    own_issues,
     resolve_cursors,
     stream_map,
     streams,
@@ -321,8 +322,13 @@ def build_timeline(
     spine = keyed.select(_SPINE).collect(engine=_BIG)
     keyed = spine.lazy()
     sent = spine.select(pl.col("last_event_id").drop_nulls().unique())
-    issued = issued_cursors(raw.events, keyed, sent.to_series()).collect(engine=_BIG).lazy()
-    resolved = resolve_cursors(keyed, issued).collect(engine=_SMALL).lazy()
+    # Each cursor's issues in its own session, read from the events; those in other sessions
+    # only when some cursor has none there (read again, only those of such cursors).
+    issued = issued_cursors(raw.events, keyed, sent.to_series())
+    own = own_issues(keyed, issued).collect(engine=_BIG)
+    if own["c_flow_id"].null_count() == 0:
+        issued = issued.clear()
+    resolved = resolve_cursors(own.lazy(), issued).collect(engine=_SMALL).lazy()
     placed = stream_map(keyed, resolved).collect(engine=_SMALL).lazy()
     # What `sse_events` and `messages` join to every record, and `exchanges` to every flow.
     on_flows = spill.keep("placement", placement(keyed, placed), spill=False)
@@ -408,7 +414,7 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
 def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame) -> Timeline:
     """Every frame as a pure lazy plan over the normalized tables."""
     issued = issued_cursors(raw.events, keyed)
-    resolved = resolve_cursors(keyed, issued)
+    resolved = resolve_cursors(own_issues(keyed, issued), issued)
     placed = stream_map(keyed, resolved)
     on_flows = placement(keyed, placed)
     message_frame = raw.messages.pipe(messages, placed=on_flows)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
+from analyzer.timeline.order import latest_before
 
 __all__ = ["resumptions"]
 
@@ -45,30 +46,30 @@ def resumptions(
     )
     rows = rows.join(cursor_place, on="cursor_flow_id", how="left")
 
-    # What the cursor's stream carried before this request: its incarnations requested earlier.
-    incarnation_sizes = streams_of_flows.join(
-        keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id"
-    ).select(
-        pl.col("stream_id").alias("cursor_stream_id"),
-        pl.col("flow_id").alias("_inc_flow"),
-        pl.col("ts").alias("_inc_ts"),
-        pl.col("req_seq").alias("_inc_seq"),
-        pl.col("events").alias("_inc_events"),
-        pl.col("payload_events").alias("_inc_payload"),
-    )
-    earlier = (pl.col("_inc_ts") < pl.col("ts")) | (
-        (pl.col("_inc_ts") == pl.col("ts")) & (pl.col("_inc_seq") < pl.col("seq"))
-    )
-    carried = (
-        rows.select("flow_id", "cursor_stream_id", "ts", "seq")
-        .join(incarnation_sizes, on="cursor_stream_id")
-        .filter(earlier & (pl.col("_inc_flow") != pl.col("flow_id")))
-        .group_by("flow_id")
-        .agg(
-            pl.col("_inc_events").sum().alias("_carried"),
-            pl.col("_inc_payload").sum().alias("_carried_payload"),
+    # What the cursor's stream carried before this request: its incarnations requested earlier,
+    # summed in request order up to the latest one before it (`latest_before`: joining every
+    # resume to every incarnation of its stream cost k^2 rows for a stream resumed k times).
+    running = (pl.col("events").cum_sum(), pl.col("payload_events").cum_sum())
+    incarnation_sizes = (
+        streams_of_flows.join(
+            keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id"
+        )
+        .sort("stream_id", "ts", "req_seq", nulls_last=True)
+        .select(
+            pl.col("stream_id").alias("cursor_stream_id"),
+            pl.col("ts").alias("_inc_ts"),
+            pl.col("req_seq").alias("_inc_seq"),
+            running[0].over("stream_id").alias("_carried"),
+            running[1].over("stream_id").alias("_carried_payload"),
         )
     )
+    carried = latest_before(
+        rows.select("flow_id", "cursor_stream_id", "ts", "seq"),
+        incarnation_sizes,
+        by=("cursor_stream_id",),
+        on=("ts", "seq"),
+        candidate_on=("_inc_ts", "_inc_seq"),
+    ).select("flow_id", "_carried", "_carried_payload")
     first_delivery = delivered.group_by("stream_id").agg(pl.col("ts").min().alias("_resp_ts"))
     post_streams = (
         streams_of_flows.filter(pl.col("incarnation") == 0)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
+from analyzer.timeline.order import latest_before
 
 __all__ = [
     "delivered_responses",
     "incarnations",
     "issued_cursors",
+    "own_issues",
     "resolve_cursors",
     "stream_map",
     "streams",
@@ -63,24 +65,26 @@ def issued_cursors(
     ).join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
 
 
-def _latest_before(candidates: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
-    """Per resuming flow, the latest issue strictly before its request."""
-    before = (pl.col(f"{prefix}ts") < pl.col("ts")) | (
-        (pl.col(f"{prefix}ts") == pl.col("ts")) & (pl.col(f"{prefix}seq") < pl.col("seq"))
+def _issues(issued: pl.LazyFrame, prefix: str, wanted: pl.LazyFrame) -> pl.LazyFrame:
+    """The issues of the ids `wanted` asks for (a key of `issued`), their columns prefixed."""
+    return issued.join(wanted.unique(), on=wanted.collect_schema().names(), how="semi").select(
+        pl.col("event_id").alias("cursor"),
+        *(
+            pl.col(c).alias(f"{prefix}{c}")
+            for c in ("session_id", "flow_id", "ordinal", "ts", "seq", "id_only")
+        ),
+        pl.col("payload_seen").alias(f"{prefix}payload_seen"),
     )
-    columns = [c for c in candidates.collect_schema() if c.startswith(prefix)]
-    return (
-        candidates.filter(before & (pl.col(f"{prefix}flow_id") != pl.col("flow_id")))
-        .group_by("flow_id")
-        .agg(pl.col(c).sort_by(f"{prefix}ts", f"{prefix}seq").last() for c in columns)
-    )
 
 
-def resolve_cursors(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per request carrying Last-Event-ID: where its cursor was issued.
+# Cursors and their issues are matched by sorting them together (`latest_before`), and another
+# session is looked in only for a cursor its own never issued: joined on the id alone, a
+# per-session counter id met every session that issued it.
 
-    `c_*`: the latest issue in its own session; `o_*`: else the latest in another session.
-    """
+
+def own_issues(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per request carrying Last-Event-ID (`flow_id, session_id, cursor, ts, seq`) and
+    `c_*`: the latest issue of its cursor in its own session before it (nulls when none)."""
     cursors = keyed.filter(pl.col("last_event_id").is_not_null()).select(
         "flow_id",
         "session_id",
@@ -88,44 +92,38 @@ def resolve_cursors(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
         "ts",
         pl.col("req_seq").alias("seq"),
     )
-
-    def renamed(prefix: str) -> pl.LazyFrame:
-        return issued.select(
-            pl.col("event_id").alias("_cursor"),
-            *(
-                pl.col(c).alias(f"{prefix}{c}")
-                for c in ("session_id", "flow_id", "ordinal", "ts", "seq", "id_only")
-            ),
-            pl.col("payload_seen").alias(f"{prefix}payload_seen"),
-        )
-
-    own = _latest_before(
-        cursors.join(
-            renamed("c_"),
-            left_on=["session_id", "cursor"],
-            right_on=["c_session_id", "_cursor"],
-            how="inner",
-        ).with_columns(pl.col("session_id").alias("c_session_id")),
-        "c_",
+    asked = cursors.select("session_id", pl.col("cursor").alias("event_id"))
+    return latest_before(
+        cursors,
+        _issues(issued, "c_", asked).with_columns(pl.col("c_session_id").alias("session_id")),
+        by=("session_id", "cursor"),
+        on=("ts", "seq"),
+        candidate_on=("c_ts", "c_seq"),
     )
-    other = _latest_before(
-        cursors.join(renamed("o_"), left_on="cursor", right_on="_cursor", how="inner").filter(
-            pl.col("o_session_id") != pl.col("session_id")
-        ),
-        "o_",
+
+
+def resolve_cursors(own: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
+    """`own_issues` output with where each cursor was issued: `o_*`, for a cursor its own session
+    never issued, the latest issue in another session; `status` (`CURSOR_STATUS`)."""
+    lost = own.filter(pl.col("c_flow_id").is_null()).select(
+        "flow_id", "session_id", "cursor", "ts", "seq"
     )
-    return (
-        cursors.join(own, on="flow_id", how="left")
-        .join(other, on="flow_id", how="left")
-        .with_columns(
-            pl.when(pl.col("c_flow_id").is_not_null())
-            .then(pl.lit("resolved"))
-            .when(pl.col("o_flow_id").is_not_null())
-            .then(pl.lit("other_session"))
-            .otherwise(pl.lit("unresolved"))
-            .cast(S.CURSOR_STATUS)
-            .alias("status")
-        )
+    other = latest_before(
+        lost,
+        _issues(issued, "o_", lost.select(pl.col("cursor").alias("event_id"))),
+        by=("cursor",),
+        on=("ts", "seq"),
+        candidate_on=("o_ts", "o_seq"),
+        other_than=("session_id", "o_session_id"),
+    ).drop("session_id", "cursor", "ts", "seq")
+    return own.join(other, on="flow_id", how="left").with_columns(
+        pl.when(pl.col("c_flow_id").is_not_null())
+        .then(pl.lit("resolved"))
+        .when(pl.col("o_flow_id").is_not_null())
+        .then(pl.lit("other_session"))
+        .otherwise(pl.lit("unresolved"))
+        .cast(S.CURSOR_STATUS)
+        .alias("status")
     )
 
 
