@@ -43,3 +43,31 @@ def resumed_at_cursor(
         pl.col("answer_incarnation").alias("r_inc"),
         *more,
     ).join(cursor_at, on=["cursor_flow_id", "cursor"])
+
+
+def carried_after_cursor(
+    resumes: pl.LazyFrame, events: pl.LazyFrame, incarnations: pl.LazyFrame
+) -> pl.LazyFrame:
+    """Each resume (`resumed_at_cursor` output) with every event of `events` (SSE_EVENTS
+    columns) that its stream carried after the cursor and before the resume: past the cursor's
+    position, on an incarnation requested before the resume's, sent before its request.
+
+    A stream's positions count the events of its earlier incarnations first (`stream_pos`), so
+    those events hold the positions from `c_pos + 1` up to the first of the resume's own
+    incarnation: each resume meets the events of that range, not every event of its stream (a
+    stream of m events resumed k times: k x m rows).
+    """
+    first = pl.col("events").cum_sum() - pl.col("events")
+    bases = incarnations.select(
+        "stream_id",
+        pl.col("incarnation").alias("r_inc"),
+        first.over("stream_id", order_by="incarnation").alias("_r_base"),
+    )
+    return (
+        resumes.join(bases, on=["stream_id", "r_inc"])
+        .with_columns(pl.int_ranges(pl.col("c_pos") + 1, "_r_base").alias("stream_pos"))
+        .drop("_r_base")
+        .explode("stream_pos")
+        .join(events, on=["stream_id", "stream_pos"])
+        .filter(pl.col("ts") < pl.col("r_ts"))
+    )

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor
+from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 from analyzer.timeline.replays import ISSUED
 
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 _SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
     pl.col("era") >= "2026-"
 )
-# Delivered from the resume on: on its incarnation or a later one, or after its request.
-_LATER: Final = (pl.col("incarnation") >= pl.col("r_inc")) | (pl.col("ts") >= pl.col("r_ts"))
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
 _ANSWER: Final = (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
 _CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
@@ -62,7 +60,7 @@ def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) ->
     ]
 
 
-def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+def _carried(tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     """Events on the wire after the cursor, before the resume, never delivered again."""
     # "Delivered again" for a resume is: some event of the stream with the same id (or payload)
     # on its incarnation or a later one, or at or after its request. Both thresholds are
@@ -73,8 +71,7 @@ def _carried(resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
         "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
     )
     after = (
-        resumes.join(candidates, on="stream_id")
-        .filter(~_LATER & (pl.col("stream_pos") > pl.col("c_pos")))
+        carried_after_cursor(resumes, candidates, tl.incarnations)
         # Few rows (events between a cursor and its resume), read three times; their strings
         # copied out of the scanned pages, which they would otherwise keep whole in memory.
         .with_columns(pl.col("event_id") + "", pl.col("payload_hash") + "")
@@ -156,16 +153,27 @@ def _skipped(
     # shared join would be kept whole, every resume times every progress row of its stream):
     # the client's last progress before the cursor, and the first on the resume's incarnation.
     seen = progress.drop("ordinal")
+    # The last before the cursor, per token of the stream: an as-of join on the position (a
+    # join of every resume to every progress row of its stream costs k times them for a
+    # stream resumed k times).
     last_before = (
-        resumes.join(seen, on="stream_id")
-        .filter(pl.col("stream_pos") <= pl.col("c_pos"))
+        resumes.join(seen.select("stream_id", "token").unique(), on="stream_id")
+        .sort("c_pos")
+        .join_asof(
+            seen.select("stream_id", "token", "stream_pos", pl.col("p").alias("p_last")).sort(
+                "stream_pos"
+            ),
+            left_on="c_pos",
+            right_on="stream_pos",
+            by=["stream_id", "token"],
+            strategy="backward",
+            check_sortedness=False,  # both sorted just above (so within each group too)
+        )
+        .filter(pl.col("p_last").is_not_null())
         # The stream is the resume's (one per `r_flow`): in the key so that a join order the
         # optimizer picks can never meet `step` on the token alone (a product across streams,
         # 7.8 GB at 10M events when it did).
-        .group_by("r_flow", "stream_id", "token")
-        .agg(
-            pl.col("p").sort_by("stream_pos").last().alias("p_last"),
-        )
+        .select("r_flow", "stream_id", "token", "p_last")
     )
     jumps = (
         resumes.join(seen.rename({"incarnation": "r_inc"}), on=["stream_id", "r_inc"])
@@ -241,7 +249,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
         pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
     ).collect(engine="streaming")
     found = (
-        _carried(resumes.lazy(), resumed),
+        _carried(timeline, resumes.lazy(), resumed),
         _skipped(timeline, resumes.lazy(), resumed, progress_jump),
         _owed(timeline, resumes.lazy()),
     )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import resumed_at_cursor
+from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -46,12 +46,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "cursor_replica",
         "answer_replica",
     )
-    due = resumes.join(events, on="stream_id").filter(
-        (pl.col("incarnation") < pl.col("r_inc"))
-        & (pl.col("ts") < pl.col("r_ts"))
-        & (pl.col("stream_pos") > pl.col("c_pos"))
-        & _HAS_ID
-        & ~pl.col("id_only")
+    due = carried_after_cursor(resumes, events, timeline.incarnations).filter(
+        _HAS_ID & ~pl.col("id_only")
     )
     # The answers' own events: joined on their flow, not through every event of the stream.
     answer = events.join(

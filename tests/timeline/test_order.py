@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from analyzer.timeline.order import latest_before
 
 _ROWS = {"row": pl.Int64, "k": pl.String, "ts": pl.Int64, "seq": pl.Int64, "mine": pl.String}
-_CANDS = {"cand": pl.String, "k": pl.String, "c_ts": pl.Int64, "c_seq": pl.Int64, "c_other": pl.String}
+_CANDS = {
+    "cand": pl.String,
+    "k": pl.String,
+    "c_ts": pl.Int64,
+    "c_seq": pl.Int64,
+    "c_other": pl.String,
+}
 
 
 def _latest(rows: list[tuple[Any, ...]], cands: list[tuple[Any, ...]], other: bool) -> list[Any]:
