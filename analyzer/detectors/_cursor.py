@@ -58,7 +58,9 @@ def carried_after_cursor(
     stream of m events resumed k times: k x m rows).
     """
     first = pl.col("events").cum_sum() - pl.col("events")
-    bases = incarnations.select(
+    bases = incarnations.join(
+        resumes.select("stream_id").unique(), on="stream_id", how="semi"
+    ).select(
         "stream_id",
         pl.col("incarnation").alias("r_inc"),
         first.over("stream_id", order_by="incarnation").alias("_r_base"),

@@ -148,16 +148,15 @@ def _skipped(
             & (pl.col("d") > 0)
             & (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
         )
+        .cache()  # read by `last_before` and `jumps`: computed once
     )
-    # Each resume meets its stream's progress twice, in two joins that filter as they go (one
-    # shared join would be kept whole, every resume times every progress row of its stream):
-    # the client's last progress before the cursor, and the first on the resume's incarnation.
+    # Each resume meets its stream's progress twice: the client's last progress before the
+    # cursor, per token with a step (an as-of join on the position: joining every resume to
+    # every progress row of its stream cost k times them for a stream resumed k times), and the
+    # first on the resume's incarnation.
     seen = progress.drop("ordinal")
-    # The last before the cursor, per token of the stream: an as-of join on the position (a
-    # join of every resume to every progress row of its stream costs k times them for a
-    # stream resumed k times).
     last_before = (
-        resumes.join(seen.select("stream_id", "token").unique(), on="stream_id")
+        resumes.join(step.select("stream_id", "token"), on="stream_id")
         .sort("c_pos")
         .join_asof(
             seen.select("stream_id", "token", "stream_pos", pl.col("p").alias("p_last")).sort(

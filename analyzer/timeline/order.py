@@ -42,7 +42,9 @@ def latest_before(
     r_ts, r_seq = on
     c_ts, c_seq = candidate_on
     known = pl.all_horizontal(pl.col(by).is_not_null())
-    cands = candidates.filter(known)
+    rows = rows.with_row_index("_row").cache()  # read three times below: computed once
+    # Only the candidates of keys some row has are sorted (usually a few of them).
+    cands = candidates.join(rows.select(by).filter(known).unique(), on=by, how="semi")
     if other_than is not None:
         cands = cands.filter(pl.col(other_than[1]).is_not_null())
     # Row numbers in the order candidates are compared in; within one key they are contiguous.
@@ -56,7 +58,6 @@ def latest_before(
             pl.when(start > pl.col("_cand").min().over(by)).then(start - 1).alias("_cand_other")
         )
         mine = [pl.col(other_than[0]).alias("_mine")]
-    rows = rows.with_row_index("_row")
     places = pl.concat(
         [
             rows.select(

@@ -50,10 +50,10 @@ def resumptions(
     # summed in request order up to the latest one before it (`latest_before`: joining every
     # resume to every incarnation of its stream cost k^2 rows for a stream resumed k times).
     running = (pl.col("events").cum_sum(), pl.col("payload_events").cum_sum())
+    named = rows.select(pl.col("cursor_stream_id").alias("stream_id")).unique()
     incarnation_sizes = (
-        streams_of_flows.join(
-            keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id"
-        )
+        streams_of_flows.join(named, on="stream_id", how="semi")  # the streams cursors name
+        .join(keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id")
         .sort("stream_id", "ts", "req_seq", nulls_last=True)
         .select(
             pl.col("stream_id").alias("cursor_stream_id"),

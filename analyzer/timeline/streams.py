@@ -105,6 +105,7 @@ def own_issues(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
 def resolve_cursors(own: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
     """`own_issues` output with where each cursor was issued: `o_*`, for a cursor its own session
     never issued, the latest issue in another session; `status` (`CURSOR_STATUS`)."""
+    own = own.cache()  # read twice: computed once (when it is not collected already)
     lost = own.filter(pl.col("c_flow_id").is_null()).select(
         "flow_id", "session_id", "cursor", "ts", "seq"
     )
