@@ -6,6 +6,8 @@ listed (tests/detectors/test_registry.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from analyzer.timeline.replays import INCARNATION
@@ -46,16 +48,23 @@ def resumed_at_cursor(
 
 
 def carried_after_cursor(
-    resumes: pl.LazyFrame, events: pl.LazyFrame, incarnations: pl.LazyFrame
+    resumes: pl.LazyFrame, events: pl.LazyFrame, incarnations: pl.LazyFrame, key: Sequence[str]
 ) -> pl.LazyFrame:
-    """Each resume (`resumed_at_cursor` output) with every event of `events` (SSE_EVENTS
-    columns) that its stream carried after the cursor and before the resume: past the cursor's
-    position, on an incarnation requested before the resume's, sent before its request.
+    """Each resume (`resumed_at_cursor` output) with the events of `events` (SSE_EVENTS columns)
+    that its stream carried after the cursor and before the resume: past the cursor's position,
+    on an incarnation requested before the resume's, sent before its request.
+
+    Not every such event: of those with the same `key` values (an id and a payload, say), the
+    ones sent earlier than every one before them in the stream. They hold the first of them each
+    resume counts (any other was sent no earlier than one of them), so a reader that asks which
+    keys a resume was due and where each first came gets the answer of all the events, and a
+    resume loop (k resumes of one cursor, each replaying the same m events) costs k x m rows,
+    not k x k x m.
 
     A stream's positions count the events of its earlier incarnations first (`stream_pos`), so
     those events hold the positions from `c_pos + 1` up to the first of the resume's own
-    incarnation: each resume meets the events of that range, not every event of its stream (a
-    stream of m events resumed k times: k x m rows).
+    incarnation: the resumes of one cursor read the events of their widest range once, not
+    every event of the stream each (a stream of m events resumed k times: k x m rows).
     """
     first = pl.col("events").cum_sum() - pl.col("events")
     bases = incarnations.join(
@@ -65,11 +74,21 @@ def carried_after_cursor(
         pl.col("incarnation").alias("r_inc"),
         first.over("stream_id", order_by="incarnation").alias("_r_base"),
     )
-    return (
-        resumes.join(bases, on=["stream_id", "r_inc"])
-        .with_columns(pl.int_ranges(pl.col("c_pos") + 1, "_r_base").alias("stream_pos"))
-        .drop("_r_base")
+    placed = resumes.join(bases, on=["stream_id", "r_inc"]).cache()
+    cursor = ["stream_id", "c_pos"]
+    earlier = pl.col("ts").cum_min().shift(1).over([*cursor, *key])
+    after = (
+        placed.group_by(cursor)
+        .agg(
+            pl.int_ranges(pl.col("c_pos").first() + 1, pl.col("_r_base").max()).alias("stream_pos")
+        )
         .explode("stream_pos")
         .join(events, on=["stream_id", "stream_pos"])
-        .filter(pl.col("ts") < pl.col("r_ts"))
+        .sort("stream_pos")
+        .filter(earlier.is_null() | (pl.col("ts") < earlier))
+    )
+    return (
+        placed.join(after, on=cursor)
+        .filter((pl.col("stream_pos") < pl.col("_r_base")) & (pl.col("ts") < pl.col("r_ts")))
+        .drop("_r_base")
     )

@@ -71,7 +71,7 @@ def _carried(tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.La
         "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
     )
     after = (
-        carried_after_cursor(resumes, candidates, tl.incarnations)
+        carried_after_cursor(resumes, candidates, tl.incarnations, ("event_id", "payload_hash"))
         # Few rows (events between a cursor and its resume), read three times; their strings
         # copied out of the scanned pages, which they would otherwise keep whole in memory.
         .with_columns(pl.col("event_id") + "", pl.col("payload_hash") + "")

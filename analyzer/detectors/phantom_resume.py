@@ -46,9 +46,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "cursor_replica",
         "answer_replica",
     )
-    due = carried_after_cursor(resumes, events, timeline.incarnations).filter(
-        _HAS_ID & ~pl.col("id_only")
-    )
+    due = carried_after_cursor(
+        resumes, events, timeline.incarnations, ("event_id", "payload_hash", "id_only")
+    ).filter(_HAS_ID & ~pl.col("id_only"))
     # The answers' own events: joined on their flow, not through every event of the stream.
     answer = events.join(
         resumes.select("r_flow", "stream_id"),

@@ -44,6 +44,16 @@ def test_placing_resumes_reads_only_the_resumed_streams_events() -> None:
     ]
 
 
+def _summary(rows: pl.DataFrame) -> list[tuple[object, ...]]:
+    """Per resume, each key it was due and the first position it came at."""
+    return (
+        rows.group_by("r_flow", "event_id", "payload_hash")
+        .agg(pl.col("stream_pos").min())
+        .sort("r_flow", "stream_pos", "event_id", "payload_hash")
+        .rows()
+    )
+
+
 def test_carried_after_cursor_is_the_range_between_cursor_and_resume() -> None:
     # Stream s: incarnation 0 (flow f0, 4 events), 1 (g1, 3 events), 2 (g2, 2 events), 3 (g3,
     # none); each resume r is the incarnation it names, at its time.
@@ -54,11 +64,17 @@ def test_carried_after_cursor_is_the_range_between_cursor_and_resume() -> None:
             "events": [4, 3, 2, 0, 2],
         }
     )
-    placed = [  # (flow, incarnation, ordinal, ts)
-        *(("f0", 0, k, 10 + k) for k in range(4)),
-        *(("g1", 1, k, 20 + k) for k in range(3)),
+    placed = [  # (flow, incarnation, ordinal, ts, event_id, payload_hash)
+        ("f0", 0, 0, 10, "e1", "p1"),
+        ("f0", 0, 1, 11, "e2", "p2"),
+        ("f0", 0, 2, 12, "e3", "p3"),
+        ("f0", 0, 3, 25, "e4", "p4"),  # sent after g1's request (20): not before g1
+        ("g1", 1, 0, 20, "e3", "p3"),  # a replay of e3
+        ("g1", 1, 1, 21, "e4", "p4"),  # e4 again, sent earlier than its first
+        ("g1", 1, 2, 22, "e4", "p9"),  # e4 with another payload
         # Sent before g2's own request (22): still its own, never carried before it.
-        *(("g2", 2, k, 15 + k) for k in range(2)),
+        ("g2", 2, 0, 15, "e5", "p5"),
+        ("g2", 2, 1, 16, "e3", "p3"),
     ]
     events = pl.LazyFrame(
         {
@@ -67,37 +83,78 @@ def test_carried_after_cursor_is_the_range_between_cursor_and_resume() -> None:
             "incarnation": [p[1] for p in placed] + [0, 0],
             "stream_pos": [[0, 4, 7][p[1]] + p[2] for p in placed] + [0, 1],
             "ts": [p[3] for p in placed] + [5, 6],
+            "event_id": [p[4] for p in placed] + ["x", "y"],
+            "payload_hash": [p[5] for p in placed] + ["px", "py"],
         }
     )
     resumes = pl.LazyFrame(
         {
-            "stream_id": ["s", "s", "s", "s"],
-            "r_flow": ["g1", "g2", "g3", "g3b"],
-            "r_inc": [1, 2, 3, 3],
-            "r_ts": [19, 22, 40, 31],
-            "c_pos": [1, 3, 2, 8],
+            "stream_id": ["s", "s", "s", "s", "s"],
+            "r_flow": ["g1", "g2", "g3", "g3b", "g3c"],
+            "r_inc": [1, 2, 3, 3, 3],
+            "r_ts": [20, 22, 40, 31, 23],
+            "c_pos": [1, 3, 1, 8, 1],
         }
     )
-    got = carried_after_cursor(resumes, events, incarnations).collect()
+    got = carried_after_cursor(resumes, events, incarnations, ("event_id", "payload_hash"))
     # The join it replaces: every event of the stream, filtered.
-    want = (
-        resumes.join(events, on="stream_id")
-        .filter(
-            (pl.col("stream_pos") > pl.col("c_pos"))
-            & (pl.col("incarnation") < pl.col("r_inc"))
-            & (pl.col("ts") < pl.col("r_ts"))
-        )
-        .collect()
+    want = resumes.join(events, on="stream_id").filter(
+        (pl.col("stream_pos") > pl.col("c_pos"))
+        & (pl.col("incarnation") < pl.col("r_inc"))
+        & (pl.col("ts") < pl.col("r_ts"))
     )
-    key = ["r_flow", "stream_pos"]
-    assert (
-        got.select(sorted(want.columns))
-        .sort(key)
-        .equals(want.select(sorted(want.columns)).sort(key))
-    )
-    assert got.group_by("r_flow").agg(pl.col("stream_pos").sort()).sort("r_flow").rows() == [
-        ("g1", [2, 3]),  # after the cursor (1), up to incarnation 1
-        ("g2", [4, 5]),  # incarnation 1 after the cursor (3), sent before the resume (22)
-        ("g3", [3, 4, 5, 6, 7, 8]),  # everything after position 2 before incarnation 3
+    assert _summary(got.collect()) == _summary(want.collect())
+    assert _summary(got.collect()) == [
+        ("g1", "e3", "p3", 2),  # after the cursor (1), up to incarnation 1; e4 came at 25
+        ("g2", "e3", "p3", 4),  # incarnation 1 after the cursor (3), sent before 22: not 6
+        ("g2", "e4", "p4", 5),
+        ("g3", "e3", "p3", 2),  # everything after position 1 before incarnation 3
+        ("g3", "e4", "p4", 3),
+        ("g3", "e4", "p9", 6),
+        ("g3", "e5", "p5", 7),
         # g3b: position 8 is the last before incarnation 3: nothing after it
+        ("g3c", "e3", "p3", 2),  # the same cursor as g3, sent before 23: e4 first at 5 (21)
+        ("g3c", "e4", "p4", 5),
+        ("g3c", "e4", "p9", 6),
+        ("g3c", "e5", "p5", 7),
+    ]
+
+
+def test_carried_after_cursor_reads_a_resume_loop_once_a_key() -> None:
+    # Ten resumes of one cursor (after e1), each replaying e2..e4 on an incarnation of its own:
+    # each was due e2..e4, from their first sending; the replays add no row.
+    k = 10
+    incarnations = pl.LazyFrame(
+        {"stream_id": ["s"] * (k + 1), "incarnation": list(range(k + 1)), "events": [4] + [3] * k}
+    )
+    rows = [(0, p, 10 + p, f"e{p + 1}") for p in range(4)] + [
+        (i, 4 + 3 * (i - 1) + n, 100 * i + n, f"e{n + 2}")
+        for i in range(1, k + 1)
+        for n in range(3)
+    ]
+    events = pl.LazyFrame(
+        {
+            "stream_id": ["s"] * len(rows),
+            "incarnation": [r[0] for r in rows],
+            "stream_pos": [r[1] for r in rows],
+            "ts": [r[2] for r in rows],
+            "event_id": [r[3] for r in rows],
+            "payload_hash": [f"p{r[3]}" for r in rows],
+        }
+    )
+    resumes = pl.LazyFrame(
+        {
+            "stream_id": ["s"] * k,
+            "r_flow": [f"r{i}" for i in range(1, k + 1)],
+            "r_inc": list(range(1, k + 1)),
+            "r_ts": [100 * i - 1 for i in range(1, k + 1)],
+            "c_pos": [0] * k,
+        }
+    )
+    got = carried_after_cursor(
+        resumes, events, incarnations, ("event_id", "payload_hash")
+    ).collect()
+    assert len(got) == 3 * k
+    assert got.group_by("r_flow").agg(pl.col("stream_pos").sort()).sort("r_flow").rows() == [
+        (f"r{i}", [1, 2, 3]) for i in sorted(range(1, k + 1), key=lambda i: f"r{i}")
     ]
