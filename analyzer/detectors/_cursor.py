@@ -83,7 +83,7 @@ def carried_after_cursor(
             pl.int_ranges(pl.col("c_pos").first() + 1, pl.col("_r_base").max()).alias("stream_pos")
         )
         .explode("stream_pos")
-        .join(events, on=["stream_id", "stream_pos"])
+        .pipe(lambda spans: events.join(spans, on=["stream_id", "stream_pos"]))
         .sort("stream_pos")
         .filter(earlier.is_null() | (pl.col("ts") < earlier))
     )
