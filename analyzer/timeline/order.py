@@ -42,7 +42,7 @@ def latest_before(
     r_ts, r_seq = on
     c_ts, c_seq = candidate_on
     known = pl.all_horizontal(pl.col(by).is_not_null())
-    rows = rows.with_row_index("_row").cache()  # read three times below: computed once
+    rows = rows.with_row_index("_row").cache()  # read three times below: numbered once
     # Only the candidates of keys some row has are sorted (usually a few of them).
     cands = candidates.join(rows.select(by).filter(known).unique(), on=by, how="semi")
     if other_than is not None:
@@ -58,6 +58,9 @@ def latest_before(
             pl.when(start > pl.col("_cand").min().over(by)).then(start - 1).alias("_cand_other")
         )
         mine = [pl.col(other_than[0]).alias("_mine")]
+    # Read up to three times below: numbered once (candidates tied in the sort would otherwise
+    # be numbered in a different order by each read).
+    cands = cands.cache()
     places = pl.concat(
         [
             rows.select(
