@@ -392,6 +392,7 @@ INCARNATIONS = pl.Schema(
         "seq": _I64,
         "flow_id": _STR,
         "incarnation": _I32,  # 0 for the opening response, then 1, 2, ... by request time
+        "base_events": _I64,  # earlier incarnations' events: its events' stream_pos - ordinal
         "cursor": _STR,  # Last-Event-ID that made it an incarnation (null for 0)
         "replica": _STR,
         "status": _I32,

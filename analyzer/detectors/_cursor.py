@@ -47,18 +47,6 @@ def resumed_at_cursor(
     ).join(cursor_at, on=["cursor_flow_id", "cursor"])
 
 
-def incarnation_bases(incarnations: pl.LazyFrame, streams: pl.LazyFrame) -> pl.LazyFrame:
-    """`stream_id, incarnation, base` for the streams in `streams` (a `stream_id` column): the
-    position in its stream of each incarnation's first event (its earlier incarnations' events),
-    from which SSE_EVENTS counts `stream_pos` (`base + ordinal`)."""
-    first = pl.col("events").cum_sum() - pl.col("events")
-    return incarnations.join(
-        streams.select("stream_id").unique(), on="stream_id", how="semi"
-    ).select(
-        "stream_id", "incarnation", first.over("stream_id", order_by="incarnation").alias("base")
-    )
-
-
 def carried_after_cursor(
     resumes: pl.LazyFrame, events: pl.LazyFrame, incarnations: pl.LazyFrame, key: Sequence[str]
 ) -> pl.LazyFrame:
@@ -78,8 +66,8 @@ def carried_after_cursor(
     incarnation: the resumes of one cursor read the events of their widest range once, not
     every event of the stream each (a stream of m events resumed k times: k x m rows).
     """
-    bases = incarnation_bases(incarnations, resumes).select(
-        "stream_id", pl.col("incarnation").alias("r_inc"), pl.col("base").alias("_r_base")
+    bases = incarnations.select(
+        "stream_id", pl.col("incarnation").alias("r_inc"), pl.col("base_events").alias("_r_base")
     )
     placed = resumes.join(bases, on=["stream_id", "r_inc"]).cache()
     cursor = ["stream_id", "c_pos"]

@@ -28,11 +28,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import (
-    carried_after_cursor,
-    incarnation_bases,
-    resumed_at_cursor,
-)
+from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 from analyzer.timeline.replays import ISSUED
 
@@ -121,8 +117,8 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
     # The normalizer read each progress notification's token and value (only those rows carry
     # a `progress`): no payload is parsed here, and only the resumed streams' rows are kept
     # (`Timeline.replay_messages` holds the messages of their events). Their position in the
-    # stream is their incarnation's base plus their ordinal, as for the events that carried them
-    # (a join with those events cost 0.4 s at 10M events).
+    # stream is their incarnation's `base_events` plus their ordinal, as for the events that
+    # carried them (a join with those events cost 0.4 s at 10M events).
     progress = (
         tl.replay_messages.filter(pl.col("progress").is_not_null())
         .join(resumes.select("stream_id"), on="stream_id", how="semi")
@@ -136,12 +132,15 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
             pl.col("progress").alias("p"),
         )
         .drop_nulls(["ordinal", "token", "p"])
-        .join(incarnation_bases(tl.incarnations, resumes), on=["stream_id", "incarnation"])
+        .join(
+            tl.incarnations.select("stream_id", "incarnation", "base_events"),
+            on=["stream_id", "incarnation"],
+        )
         .select(
             "stream_id",
             "incarnation",
             "ordinal",
-            (pl.col("base") + pl.col("ordinal")).alias("stream_pos"),
+            (pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"),
             "ts",
             "event_id",
             "token",

@@ -47,21 +47,17 @@ def resumptions(
     rows = rows.join(cursor_place, on="cursor_flow_id", how="left")
 
     # What the cursor's stream carried before this request: its incarnations requested earlier,
-    # summed in request order up to the latest one before it (`latest_before`: joining every
-    # resume to every incarnation of its stream cost k^2 rows for a stream resumed k times).
-    running = (pl.col("events").cum_sum(), pl.col("payload_events").cum_sum())
-    named = rows.select(pl.col("cursor_stream_id").alias("stream_id")).unique()
-    incarnation_sizes = (
-        streams_of_flows.join(named, on="stream_id", how="semi")  # the streams cursors name
-        .join(keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id")
-        .sort("stream_id", "ts", "req_seq", nulls_last=True)
-        .select(
-            pl.col("stream_id").alias("cursor_stream_id"),
-            pl.col("ts").alias("_inc_ts"),
-            pl.col("req_seq").alias("_inc_seq"),
-            running[0].over("stream_id").alias("_carried"),
-            running[1].over("stream_id").alias("_carried_payload"),
-        )
+    # that is everything up to the end of the latest one before it (its base, in request order,
+    # plus its own; `latest_before`: joining every resume to every incarnation of its stream
+    # cost k^2 rows for a stream resumed k times).
+    incarnation_sizes = streams_of_flows.join(
+        keyed.select("flow_id", "ts", "req_seq", "events", "payload_events"), on="flow_id"
+    ).select(
+        pl.col("stream_id").alias("cursor_stream_id"),
+        pl.col("ts").alias("_inc_ts"),
+        pl.col("req_seq").alias("_inc_seq"),
+        (pl.col("base_events") + pl.col("events")).alias("_carried"),
+        (pl.col("base_payload_events") + pl.col("payload_events")).alias("_carried_payload"),
     )
     carried = latest_before(
         rows.select("flow_id", "cursor_stream_id", "ts", "seq"),

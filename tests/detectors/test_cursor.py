@@ -61,7 +61,7 @@ def test_carried_after_cursor_is_the_range_between_cursor_and_resume() -> None:
         {
             "stream_id": ["s", "s", "s", "s", "t"],
             "incarnation": [0, 1, 2, 3, 0],
-            "events": [4, 3, 2, 0, 2],
+            "base_events": [0, 4, 7, 9, 0],  # 4, 3, 2 and 0 events
         }
     )
     placed = [  # (flow, incarnation, ordinal, ts, event_id, payload_hash)
@@ -124,8 +124,12 @@ def test_carried_after_cursor_reads_a_resume_loop_once_a_key() -> None:
     # Ten resumes of one cursor (after e1), each replaying e2..e4 on an incarnation of its own:
     # each was due e2..e4, from their first sending; the replays add no row.
     k = 10
-    incarnations = pl.LazyFrame(
-        {"stream_id": ["s"] * (k + 1), "incarnation": list(range(k + 1)), "events": [4] + [3] * k}
+    incarnations = pl.LazyFrame(  # 4 events, then 3 a resume
+        {
+            "stream_id": ["s"] * (k + 1),
+            "incarnation": list(range(k + 1)),
+            "base_events": [0] + [4 + 3 * (i - 1) for i in range(1, k + 1)],
+        }
     )
     rows = [(0, p, 10 + p, f"e{p + 1}") for p in range(4)] + [
         (i, 4 + 3 * (i - 1) + n, 100 * i + n, f"e{n + 2}")
