@@ -27,6 +27,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline.order import first_from
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -86,16 +87,30 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .join(cancels, on=["session_id", "rpc_id"], how="anti")
         .filter(~_SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
     )
-    answered = (
-        requests.join(answers, on=["session_id", "rpc_id"])
-        .filter(
-            (pl.col("a_ts") >= pl.col("ts"))
-            & (~_SESSIONLESS.fill_null(False) | (pl.col("a_carrier") == pl.col("carrier")))
-        )
-        .select("flow_id", "rpc_id")
+    # Answered: an answer of its session with its id at or after it (in 2026 traffic one on
+    # its own stream); the first such is found by an as-of join, linear where ids recur.
+    own = _SESSIONLESS.fill_null(True)
+    answered = pl.concat(
+        [
+            first_from(
+                requests.filter(~own),
+                answers.drop("a_carrier"),
+                by=["session_id", "rpc_id"],
+                on="ts",
+                candidate_on=("a_ts", None),
+            ),
+            first_from(
+                requests.filter(own),
+                answers.rename({"a_carrier": "carrier"}),
+                by=["session_id", "rpc_id", "carrier"],
+                on="ts",
+                candidate_on=("a_ts", None),
+            ),
+        ]
     )
     lost = (
-        requests.join(answered, on=["flow_id", "rpc_id"], how="anti")
+        answered.filter(pl.col("a_ts").is_null())
+        .drop("a_ts")
         .join(open_gets, on="session_id", how="left")
         .with_columns(
             pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))

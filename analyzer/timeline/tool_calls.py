@@ -21,6 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
+from analyzer.timeline.order import first_from
 
 __all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
 
@@ -157,13 +158,32 @@ def tool_calls(
         pl.col("stream_id").alias("_result_stream"),
         pl.col("incarnation").alias("_result_incarnation"),
     )
+    # The first result at or after each call: any of its session with its id, or in 2026
+    # traffic (and when the era is unknown) only one its own exchange carried.
+    pending = calls.select(
+        "session_id", "flow_id", "request_id", "ts", _SESSIONLESS.fill_null(True).alias("_own")
+    )
+    found = pl.concat(
+        [
+            first_from(
+                pending.filter(~pl.col("_own")),
+                results,
+                by=["session_id", "request_id"],
+                on="ts",
+                candidate_on=("result_ts", "_result_seq"),
+            ),
+            first_from(
+                pending.filter("_own"),
+                results.with_columns(pl.col("result_flow_id").alias("flow_id")),
+                by=["session_id", "request_id", "flow_id"],
+                on="ts",
+                candidate_on=("result_ts", "_result_seq"),
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
     matched = (
-        calls.select("session_id", "flow_id", "request_id", "ts", "era")
-        .join(results, on=["session_id", "request_id"])
-        .filter(
-            (pl.col("result_ts") >= pl.col("ts"))
-            & (~_SESSIONLESS | (pl.col("result_flow_id") == pl.col("flow_id")))
-        )
+        found.filter(pl.col("result_ts").is_not_null())
         .group_by("flow_id", "request_id")
         .agg(
             pl.col(c).sort_by("result_ts", "_result_seq").first()

@@ -145,6 +145,25 @@ def answered_in_json_and_on_get(c: Capture) -> None:
     c.end(g, "client_closed")
 
 
+def reused_id_answered_before_it(c: Capture) -> None:
+    """The client reuses id 4 in its session: the first request's answer came before the second
+    was sent, so it does not answer the second."""
+    initialized(c)
+    f = c.request(body=req("tools/call", 4, name="t", arguments={}), headers=S1)
+    c.response(f, body=res(4, content=[]))
+    call(c, 4, [event(id="e1", data="")])
+
+
+def sessionless_ids_reused_by_short_lived_clients(c: Capture) -> None:
+    """2026-07-28: three client runs under one client key each count ids from 3: only the run
+    whose own stream completed without its answer lost it (another run's answer is not its)."""
+    for answered in (True, False, True):
+        f = c.request(body=req("tools/call", 3, name="t", arguments={}), headers=V26)
+        c.response(f, sse=True)
+        c.chunk(f, sse(event(progress(1)), *([event(res(3, content=[]))] if answered else [])), n=0)
+        c.end(f, "complete")
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
     (broken_never_resumed, [("high", ["4"])]),
     (resumed_replay_without_response, [("high", ["7"])]),
@@ -154,6 +173,8 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
     (withheld_event, [("info", ["9"])]),
     (undecoded_stream, [("info", ["10"])]),
     (capped_stream, [("info", ["11"])]),
+    (reused_id_answered_before_it, [("high", ["4"])]),
+    (sessionless_ids_reused_by_short_lived_clients, [("high", ["3"])]),
     (cancelled, []),
     (sessionless_client_closed, []),
     (listen, []),

@@ -83,6 +83,32 @@ def test_2026_results_count_only_on_their_own_exchange() -> None:
     ]
 
 
+def test_a_reused_id_takes_the_first_result_at_or_after_the_call() -> None:
+    """A client that reuses an id in its session: each call takes the first result with that id
+    at or after it (an earlier call's answer never counts for a later one)."""
+    c = Capture()
+    a = _call(c, 1)
+    c.response(a, body=res(1, content=[]))
+    b = _call(c, 1)  # its stream breaks unanswered
+    c.response(b, sse=True)
+    c.end(b, "client_closed")
+    g = c.request("GET", headers=S1)  # the next answer with id 1 comes on a GET stream
+    c.response(g, sse=True)
+    d = _call(c, 1)
+    c.response(d, 202)
+    c.chunk(g, sse(event(res(1, content=[]), id="g1")), n=0)
+    c.chunk(g, sse(event(res(1, content=[], isError=True), id="g2")), n=1)
+    c.end(g)
+    timeline = timeline_of(c)
+    assert rows(
+        timeline.tool_calls, "flow_id", "first_outcome", "result_flow_id", "result_is_error"
+    ) == [
+        ("f1", "delivered", "f1", False),
+        ("f2", "broken", "f3", False),  # the id's next answer, g1, not g2
+        ("f4", "accepted", "f3", False),
+    ]
+
+
 def test_mrtr_legs_by_params_or_by_an_input_required_predecessor() -> None:
     c = Capture()
     a = _call(c, 1)
