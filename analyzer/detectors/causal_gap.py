@@ -30,6 +30,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
+from analyzer.timeline.order import first_from
 from analyzer.timeline.replays import ISSUED
 
 if TYPE_CHECKING:
@@ -217,12 +218,12 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
 
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
-    rid = pl.col("rpc_id").alias("request_id")
-    answers, cancels = tl.rpc_messages.filter(_ANSWER), tl.rpc_messages.filter(_CANCEL)
-    answered = tl.streams.join(
-        answers.select("session_id", rid, pl.col("ts").alias("a_ts")),
-        on=["session_id", "request_id"],
-    ).filter(pl.col("a_ts") >= pl.col("ts"))
+    answers = tl.rpc_messages.filter(_ANSWER).select(
+        "session_id", pl.col("rpc_id").alias("request_id"), pl.col("ts").alias("a_ts")
+    )
+    cancels = tl.rpc_messages.filter(_CANCEL).select(
+        "session_id", pl.col("cancel_id").alias("request_id")
+    )
     text = pl.format(
         "The response to request {} never arrived on any of the stream's {} "
         "incarnation(s) nor anywhere else in the session; the last resume sent {}.",
@@ -230,7 +231,7 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
         "incarnations",
         _WHERE,
     )
-    return (
+    unanswered = (
         tl.streams.filter(
             (pl.col("kind") == "post")
             & pl.col("request_id").is_not_null()
@@ -239,12 +240,19 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
             & ~pl.col("response_delivered").fill_null(False)
         )
         .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")
-        .join(answered.select("stream_id"), on="stream_id", how="anti")
-        .join(
-            cancels.select("session_id", pl.col("cancel_id").alias("request_id")),
-            on=["session_id", "request_id"],
-            how="anti",
+        .join(cancels, on=["session_id", "request_id"], how="anti")
+    )
+    # Answered anywhere in the session at or after the stream opened: the first such answer, by
+    # an as-of join (a client may reuse an id in its session: a join on it would multiply).
+    return (
+        first_from(
+            unanswered,
+            answers,
+            by=["session_id", "request_id"],
+            on="ts",
+            candidate_on=("a_ts", None),
         )
+        .filter(pl.col("a_ts").is_null())
         .select(_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"))
     )
 

@@ -60,6 +60,15 @@ def still_open_at_capture_end(c: Capture) -> None:
     s.resume("18", prime("19"), end="open_at_shutdown")
 
 
+def reused_id_answered_only_before(c: Capture) -> None:
+    """The client reuses id 3 in its session: the first call's answer came before the second
+    call was made, so it pays nothing the resumed second stream owed."""
+    s = Session(c, "reuse-1")
+    s.call(3, prime("e1"), result("e2", 3), end="complete")
+    s.call(3, prime("e3"), progress("e4", 1))
+    s.resume("e4", prime("e5"))
+
+
 FLAGGED: dict[str, tuple[Callable[[Capture], None], str, list[str], list[str]]] = {
     "ring buffer: replay starts at progress 6 after 3": (
         ring_buffer_eviction, "high", ["e4", "e7"], ["3"]),
@@ -70,6 +79,7 @@ FLAGGED: dict[str, tuple[Callable[[Capture], None], str, list[str], list[str]]] 
     "standalone stream, replay skipped two": (
         standalone_stream_skipped_by_a_replay, "info", ["QUJD", "REVG", "R0hJ"], []),
     "still open at capture end": (still_open_at_capture_end, "info", ["18"], ["3"]),
+    "id reused, answered only before": (reused_id_answered_only_before, "high", ["e4"], ["3"]),
 }  # fmt: skip
 
 

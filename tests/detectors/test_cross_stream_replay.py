@@ -74,11 +74,32 @@ def same_id_other_payload(c: Capture) -> None:
     resume(c, "x4", [event(progress("b", 2), id="x1"), event(res(5), id="x5")])
 
 
+def reused_request_id(c: Capture) -> None:
+    """Clean: the client reuses id 4 in its session; the resume replays its own stream's
+    response to 4, not the earlier stream's (which answered its own 4)."""
+    initialized(c)
+    call(c, 4, [event(res(4, content=[]), id="a1")])
+    call(c, 4, [event(id="b1", data=""), event(progress("b", 1), id="b2")], "server_closed")
+    resume(c, "b2", [event(res(4, content=[]), id="b3")])
+
+
+def reused_request_id_other_response(c: Capture) -> None:
+    """A standalone GET stream's resume carries a response to 4, which two streams used: it is
+    the latest one's (f3), whose own stream never carried it."""
+    initialized(c)
+    call(c, 4, [event(res(4, content=[]), id="a1")])
+    call(c, 4, [event(id="b1", data="")], "server_closed")
+    stream(c, [event(id="g1", data="")], headers=S1, how="server_closed")
+    resume(c, "g1", [event(res(4, content=[]), id="g2")])
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replays_other_streams_event, [(["a1"], [])]),
     (replays_other_streams_event_twice, [(["a1"], []), (["a1"], [])]),
     (replays_other_streams_response, [([tag(B, 5)], ["4"])]),
+    (reused_request_id_other_response, [(["g2"], ["4"])]),
     (own_replay, []),
+    (reused_request_id, []),
     (equal_payload_fresh_id, []),
     (same_id_other_payload, []),
 ]
@@ -103,3 +124,10 @@ def test_evidence_and_detail() -> None:
     assert row["flow_ids"] == ["f4"] and row["stream_ids"] == ["f3", "f2"]
     assert row["title"] == "Resume of stream f3 replayed messages of stream(s) f2"
     assert "Last-Event-ID b2" in row["detail"] and "key the event store by stream" in row["detail"]
+
+
+def test_a_reused_id_names_the_latest_stream_that_used_it() -> None:
+    c = Capture()
+    reused_request_id_other_response(c)
+    row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
+    assert row["stream_ids"] == ["f4", "f3"]
