@@ -30,17 +30,13 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
-from analyzer.timeline.order import first_from
+from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.replays import ISSUED
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
-    pl.col("era") >= "2026-"
-)
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
-_ANSWER: Final = (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
 _CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
 
 
@@ -218,9 +214,12 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
 
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
-    answers = tl.rpc_messages.filter(_ANSWER).select(
-        "session_id", pl.col("rpc_id").alias("request_id"), pl.col("ts").alias("a_ts")
-    )
+    # Answered: an answer to the stream's request (`analyzer.timeline.answers`) at or after it.
+    answered = tl.streams.join(
+        tl.rpc_messages.select("answers", "rpc_id", pl.col("ts").alias("a_ts")),
+        left_on=["stream_id", "request_id"],
+        right_on=["answers", "rpc_id"],
+    ).filter(pl.col("a_ts") >= pl.col("ts"))
     cancels = tl.rpc_messages.filter(_CANCEL).select(
         "session_id", pl.col("cancel_id").alias("request_id")
     )
@@ -231,7 +230,7 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
         "incarnations",
         _WHERE,
     )
-    unanswered = (
+    return (
         tl.streams.filter(
             (pl.col("kind") == "post")
             & pl.col("request_id").is_not_null()
@@ -240,19 +239,8 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
             & ~pl.col("response_delivered").fill_null(False)
         )
         .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")
+        .join(answered.select("stream_id"), on="stream_id", how="anti")
         .join(cancels, on=["session_id", "request_id"], how="anti")
-    )
-    # Answered anywhere in the session at or after the stream opened: the first such answer, by
-    # an as-of join (a client may reuse an id in its session: a join on it would multiply).
-    return (
-        first_from(
-            unanswered,
-            answers,
-            by=["session_id", "request_id"],
-            on="ts",
-            candidate_on=("a_ts", None),
-        )
-        .filter(pl.col("a_ts").is_null())
         .select(_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"))
     )
 
@@ -311,7 +299,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             pl.col("first_ts").min(),
             pl.col("last_ts").max(),
         )
-        .join(timeline.streams.filter(~_SESSIONLESS.fill_null(False)), on="stream_id")
+        .join(timeline.streams.filter(~SESSIONLESS.fill_null(False)), on="stream_id")
         .select(
             pl.col("session_id").alias("session"),
             "era",

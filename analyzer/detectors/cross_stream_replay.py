@@ -6,9 +6,9 @@ the same id and payload seen earlier on T, or the response to T's request. The s
 replay messages of a different stream" nor send a message on more than one stream: the client
 receives T's messages twice, or on a stream where it does not expect them (high).
 Must not flag: S's own messages replayed on its incarnations (a response to S's own request id
-is S's, even when the client reused that id in its session; another stream's is the latest
-earlier request with the id), id-only priming events, equal payloads under fresh event ids (new
-messages), events whose id recurs with another payload (`duplicate-event-id`).
+is S's, even when the client reused that id in its session: `analyzer.timeline.answers`),
+id-only priming events, equal payloads under fresh event ids (new messages), events whose id
+recurs with another payload (`duplicate-event-id`).
 What to change: key the event store by stream (an event id that encodes its stream, as the
 TypeScript SDK's `<streamId>_<epoch-ms>_<rand>`), replay only the resolved stream's events after
 the cursor, and keep event ids unique across the session.
@@ -25,7 +25,6 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.order import latest_before
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -61,41 +60,23 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .filter(foreign)
         .select(*_KEYS, "first_stream_id", "event_id", pl.lit(None, pl.String).alias("rpc_id"))
     )  # fmt: skip
-    # A response belongs to the stream whose request it answers: its own stream when that
-    # stream's request has its id, else the latest request stream of the session with that id
-    # opened before it (a client may reuse an id in its session: a join on the id alone would
-    # pair every response with every stream that ever used it, and flag S's own response).
-    owners = timeline.streams.filter(pl.col("kind") == "post").select(
-        "session_id",
-        pl.col("request_id").alias("rpc_id"),
-        pl.col("stream_id").alias("first_stream_id"),
-        pl.col("ts").alias("_owner_ts"),
-        pl.col("seq").alias("_owner_seq"),
-    )
-    responses = (
+    # A response replayed on S answers another stream's request (`analyzer.timeline.answers`:
+    # S's own request when it has the response's id, else the latest earlier request with it).
+    by_response = (
         timeline.rpc_messages.filter(
             (pl.col("direction") == "s2c")
             & pl.col("kind").is_in(["response", "error"])
             & (pl.col("incarnation") > 0)
+            & (pl.col("answers") != pl.col("stream_id"))
         )
         .join(
-            timeline.streams.select("stream_id", pl.col("request_id").alias("_own_id")),
-            on="stream_id",
-            how="left",
+            timeline.streams.filter(pl.col("kind") == "post").select(
+                pl.col("stream_id").alias("answers")
+            ),
+            on="answers",
+            how="semi",
         )
-        .filter((pl.col("_own_id") != pl.col("rpc_id")).fill_null(True))
-        .select(*_KEYS, "seq", "event_id", "rpc_id")
-    )
-    by_response = (
-        latest_before(
-            responses,
-            owners,
-            by=["session_id", "rpc_id"],
-            on=("ts", "seq"),
-            candidate_on=("_owner_ts", "_owner_seq"),
-        )
-        .filter(pl.col("first_stream_id") != pl.col("stream_id"))
-        .select(*_KEYS, "first_stream_id", "event_id", "rpc_id")
+        .select(*_KEYS, pl.col("answers").alias("first_stream_id"), "event_id", "rpc_id")
     )
     found = (
         pl.concat([by_event, by_response])

@@ -25,14 +25,13 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline.answers import CARRIER
+from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.replays import recurring_hashes
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
-    pl.col("era") >= "2026-"
-)
 _FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
 # An error with a null id (a transport-level refusal: "Session not found" after a server
 # restart, a missing session header) answers no request: two of them are not one request
@@ -79,7 +78,7 @@ def _recurring(rows: pl.LazyFrame, counted: pl.LazyFrame, *key: str) -> pl.LazyF
 
 def _placed(rows: pl.LazyFrame, timeline: Timeline) -> pl.LazyFrame:
     """`rows` with their carrier (stream, else flow) and their flow's era."""
-    return rows.with_columns(pl.coalesce("stream_id", "flow_id").alias("carrier")).join(
+    return rows.with_columns(CARRIER.alias("carrier")).join(
         timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left"
     )
 
@@ -90,7 +89,10 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     They are read from `Timeline.rpc_messages` (a few in a hundred messages). The key of both kinds
     of duplicate response, (session, `rkey`[, payload]), refines (session, request id): only a
     response whose request id recurs can be in a group of two, so the flow columns (carrier,
-    era) are joined to those alone."""
+    era) are joined to those alone. `rkey` is the request answered: in 2026-07-28 traffic the
+    exchange that carried the response, else the request it answers (`analyzer.timeline.answers`:
+    ids recur in a session key, and two requests with one id, each answered, are not one request
+    answered twice), else (no captured request) its id."""
     answers = (pl.col("kind") == "response") | (pl.col("kind") == "error")
     rows = timeline.rpc_messages.filter((pl.col("direction") == "s2c") & answers & _TO_A_REQUEST)
     counted = timeline.rpc_messages.filter(
@@ -101,8 +103,10 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
         _recurring(rows, counted, "session_id", "rpc_id")
         .pipe(_placed, timeline)
         .with_columns(
-            pl.when(_SESSIONLESS.fill_null(False))
+            pl.when(SESSIONLESS.fill_null(False))
             .then(pl.format("{}/{}", "carrier", "rpc_id"))
+            .when(pl.col("answers").is_not_null())
+            .then(pl.format("{}/{}", "answers", "rpc_id"))
             .otherwise("rpc_id")
             .alias("rkey")
         )

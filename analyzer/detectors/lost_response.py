@@ -27,14 +27,12 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.order import first_from
+from analyzer.timeline.answers import CARRIER
+from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_SESSIONLESS: Final = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
-    pl.col("era") >= "2026-"
-)
 _OPEN: Final = pl.col("how").is_null() | (pl.col("how") == "open_at_shutdown")
 # The answer was not wholly captured: the response may be in the part we do not have.
 _UNSEEN: Final = (
@@ -48,12 +46,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per accepted client request that no response ever answered."""
     # Requests, answers and cancellations only: the rows `build_timeline` collected once.
     msgs, ex = timeline.rpc_messages, timeline.exchanges
-    carrier = pl.coalesce("stream_id", "flow_id").alias("carrier")
-    answers = msgs.filter(
-        (pl.col("direction") == "s2c")
-        & pl.col("kind").is_in(["response", "error"])
-        & pl.col("rpc_id").is_not_null()
-    ).select("session_id", "rpc_id", pl.col("ts").alias("a_ts"), carrier.alias("a_carrier"))
+    carrier = CARRIER.alias("carrier")
+    # The answers, by the request each answers (`analyzer.timeline.answers`): its carrier.
+    answers = msgs.filter(pl.col("answers").is_not_null()).select(
+        "session_id", "rpc_id", pl.col("answers").alias("carrier"), pl.col("ts").alias("a_ts")
+    )
     cancels = msgs.filter(
         (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
     ).select("session_id", pl.col("cancel_id").alias("rpc_id"))
@@ -85,32 +82,15 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
         .with_columns(pl.coalesce("last_end_how", "end_how").alias("how"))
         .join(cancels, on=["session_id", "rpc_id"], how="anti")
-        .filter(~_SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
+        .filter(~SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
     )
-    # Answered: an answer of its session with its id at or after it (in 2026 traffic one on
-    # its own stream); the first such is found by an as-of join, linear where ids recur.
-    own = _SESSIONLESS.fill_null(True)
-    answered = pl.concat(
-        [
-            first_from(
-                requests.filter(~own),
-                answers.drop("a_carrier"),
-                by=["session_id", "rpc_id"],
-                on="ts",
-                candidate_on=("a_ts", None),
-            ),
-            first_from(
-                requests.filter(own),
-                answers.rename({"a_carrier": "carrier"}),
-                by=["session_id", "rpc_id", "carrier"],
-                on="ts",
-                candidate_on=("a_ts", None),
-            ),
-        ]
+    answered = (
+        requests.join(answers, on=["session_id", "rpc_id", "carrier"])
+        .filter(pl.col("a_ts") >= pl.col("ts"))
+        .select("flow_id", "rpc_id")
     )
     lost = (
-        answered.filter(pl.col("a_ts").is_null())
-        .drop("a_ts")
+        requests.join(answered, on=["flow_id", "rpc_id"], how="anti")
         .join(open_gets, on="session_id", how="left")
         .with_columns(
             pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))

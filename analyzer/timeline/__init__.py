@@ -29,6 +29,7 @@ from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
+from analyzer.timeline.answers import answered_requests
 from analyzer.timeline.counters import id_counters
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
@@ -73,7 +74,8 @@ RPC_MESSAGE_ROWS: Final = (
 cancellation (a few in a hundred messages: most are notifications on event streams)."""
 
 RPC_MESSAGE_COLUMNS: Final = (*RPC_COLUMNS, "source", "event_id", "payload_hash")
-"""The MESSAGES columns of `Timeline.rpc_messages`."""
+"""The MESSAGES columns of `Timeline.rpc_messages` (which adds `answers`:
+`analyzer.timeline.answers`)."""
 
 # The flow columns the stages after `key_flows` read (all of them but `exchanges`).
 _SPINE = [
@@ -336,12 +338,14 @@ def build_timeline(
     # The few message rows that the flow-level frames and the detectors judging requests and
     # their answers read (`Timeline.rpc_messages`): one scan, kept (on disk when large) before
     # the frames below take their rows from it.
+    rpc_rows = message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
     rpc_frame = spill.keep(
         "rpc_messages",
-        message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS),
-        engine=_BIG,
+        rpc_rows.collect(engine=_BIG).lazy().pipe(answered_requests, keyed=keyed),
     )
-    rpc_messages = rpc_frame.filter(RPC_ROWS).select(RPC_COLUMNS).collect(engine=_SMALL).lazy()
+    rpc_messages = (
+        rpc_frame.filter(RPC_ROWS).select(*RPC_COLUMNS, "answers").collect(engine=_SMALL).lazy()
+    )
     delivered = delivered_responses(placed, keyed, rpc_messages).collect(engine=_SMALL).lazy()
     # The small frames, collected one at a time (their inputs above are in memory already:
     # collecting them together would only hold every intermediate at once), `tool_calls`
@@ -418,7 +422,11 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     placed = stream_map(keyed, resolved)
     on_flows = placement(keyed, placed)
     message_frame = raw.messages.pipe(messages, placed=on_flows)
-    rpc_messages = message_frame.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS)
+    rpc_messages = (
+        message_frame.filter(RPC_MESSAGE_ROWS)
+        .select(RPC_MESSAGE_COLUMNS)
+        .pipe(answered_requests, keyed=keyed)
+    )
     delivered = delivered_responses(placed, keyed, rpc_messages)
     events = raw.events.pipe(sse_events, placed=on_flows)
     resumes = resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered)

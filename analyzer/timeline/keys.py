@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["FLOW_TS", "KEY_COLUMNS", "LEGACY_ERA", "SESSIONLESS_FROM", "key_flows"]
+__all__ = ["FLOW_TS", "KEY_COLUMNS", "LEGACY_ERA", "SESSIONLESS", "SESSIONLESS_FROM", "key_flows"]
 
 KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era")
 """The columns `key_flows` adds to the flows."""
@@ -29,6 +29,12 @@ KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era")
 LEGACY_ERA = "2024-11-05"
 SESSIONLESS_FROM = "2026-"
 """Protocol versions from this prefix on (compared as text) are sessionless."""
+
+SESSIONLESS = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (
+    pl.col("era") >= SESSIONLESS_FROM
+)
+"""A frame's `era` is a sessionless (2026) protocol version: a response belongs to the exchange
+that carried it. Null when the era is null."""
 
 FLOW_TS = pl.coalesce("req_ts", "resp_ts", "end_ts")
 """When a flow happened: its request, else (request record lost) its response or end."""

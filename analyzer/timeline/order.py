@@ -1,13 +1,12 @@
-"""Rows matched to the nearest row of another frame with the same key in capture order (time,
-then record number): the latest strictly before (`latest_before`), the first at or after
-(`first_from`).
+"""The latest earlier row: for each row of one frame, the last row of another frame with the
+same key that came strictly before it in capture order (time, then record number).
 
-Both cost the sum of the two frames (a sort, or an as-of join). Joining every row to every
-candidate of its key and keeping the earlier (or later) ones costs their product, and keys
-recur: a stream resumed k times met its k incarnations k times over; a per-session counter id
-such as "17", issued in every session, met every resume whose cursor was "17" once per session
-(1M events with such ids: 3.7 GB for the cursors alone); short-lived 2026 clients each count
-their request ids from 1 under one client key (4,000 runs: 3.3 GB to match the tool calls).
+Found by sorting the two frames together and carrying the last candidate forward, at a cost in
+their sum. Joining every row to every candidate of its key and keeping the earlier ones costs
+their product, and keys recur: a stream resumed k times met its k incarnations k times over; a
+per-session counter id such as "17", issued in every session, met every resume whose cursor was
+"17" once per session (1M events with such ids: 3.7 GB for the cursors alone); a request id
+reused in a session key met every request with it (`analyzer.timeline.answers`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-__all__ = ["first_from", "latest_before"]
+__all__ = ["latest_before"]
 
 
 def latest_before(
@@ -109,37 +108,4 @@ def latest_before(
         rows.join(chosen, on="_row", how="left")
         .join(cands.drop(by, "_cand_other", strict=False), on="_cand", how="left")
         .drop("_row", "_cand")
-    )
-
-
-def first_from(
-    rows: pl.LazyFrame,
-    candidates: pl.LazyFrame,
-    *,
-    by: Sequence[str],
-    on: str,
-    candidate_on: tuple[str, str | None],
-) -> pl.LazyFrame:
-    """`rows` (in time order), each with the columns of the first of `candidates` with the same
-    `by` values at or after its time `on` (nulls when none did).
-
-    `candidate_on` names a candidate's time and record number (None: ties in time are broken
-    arbitrarily): the first is the earliest time, then the lowest number (a null number first,
-    as `sort_by` puts it). A row or candidate with no time, or a null `by` value, has no match.
-    The candidates' columns other than `by` must not clash with the rows'; their time column is
-    kept.
-    """
-    by = list(by)
-    c_ts, c_seq = candidate_on
-    cands = candidates.filter(pl.all_horizontal(pl.col([*by, c_ts]).is_not_null())).sort(
-        [c_ts] if c_seq is None else [c_ts, c_seq], nulls_last=False
-    )
-    # A forward as-of join takes the first candidate (in the order just sorted) at or after.
-    return rows.sort(on).join_asof(
-        cands,
-        left_on=on,
-        right_on=c_ts,
-        by=by,
-        strategy="forward",
-        check_sortedness=False,  # both sorted by time just above
     )

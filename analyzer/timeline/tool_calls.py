@@ -1,8 +1,8 @@
 """The TOOL_CALLS frame: every `tools/call` request, its fate and the tool's annotations.
 
-Result matching: a response or error with the call's id in the same session, at or after the
-call; in 2026 (sessionless) traffic only one carried by the call's own exchange counts
-(DESIGN.md §2: a response belongs to the exchange that carried it, never to an id match).
+Result matching: the first response or error that answers the call (`analyzer.timeline.answers`:
+one on the call's own stream or exchange, else in a session era the latest call of the session
+with its id before it owns it), at or after the call.
 
 MRTR leg: params carry `inputResponses` or `requestState`, or the previous call of the same
 tool with the same arguments in the session got an InputRequiredResult.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.order import first_from
+from analyzer.timeline.answers import CARRIER
 
 __all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
 
@@ -38,9 +38,7 @@ RPC_ROWS = (
 RPC_COLUMNS = ("session_id", "stream_id", "flow_id", "incarnation", "ts", "seq", "direction",
                "kind", "rpc_id", "method", "tool_name", "arguments_hash", "mrtr_params",
                "input_required", "is_error", "cancel_id")  # fmt: skip
-"""The MESSAGES columns they read."""
-
-_SESSIONLESS = pl.col("era").str.contains(r"^\d{4}-\d{2}-\d{2}$") & (pl.col("era") >= "2026-")
+"""The MESSAGES columns they read (and `answers`: `analyzer.timeline.answers`)."""
 
 
 _HINTS = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
@@ -142,13 +140,10 @@ def tool_calls(
         )
         .join(streams_of_flows.select("flow_id", "stream_id"), on="flow_id", how="left")
     )
-    results = messages.filter(
-        (pl.col("direction") == "s2c")
-        & pl.col("kind").is_in(["response", "error"])
-        & pl.col("rpc_id").is_not_null()
-    ).select(
+    results = messages.filter(pl.col("answers").is_not_null()).select(
         "session_id",
         pl.col("rpc_id").alias("request_id"),
+        "answers",
         pl.col("flow_id").alias("result_flow_id"),
         pl.col("ts").alias("result_ts"),
         pl.col("seq").alias("_result_seq"),
@@ -158,32 +153,11 @@ def tool_calls(
         pl.col("stream_id").alias("_result_stream"),
         pl.col("incarnation").alias("_result_incarnation"),
     )
-    # The first result at or after each call: any of its session with its id, or in 2026
-    # traffic (and when the era is unknown) only one its own exchange carried.
-    pending = calls.select(
-        "session_id", "flow_id", "request_id", "ts", _SESSIONLESS.fill_null(True).alias("_own")
-    )
-    found = pl.concat(
-        [
-            first_from(
-                pending.filter(~pl.col("_own")),
-                results,
-                by=["session_id", "request_id"],
-                on="ts",
-                candidate_on=("result_ts", "_result_seq"),
-            ),
-            first_from(
-                pending.filter("_own"),
-                results.with_columns(pl.col("result_flow_id").alias("flow_id")),
-                by=["session_id", "request_id", "flow_id"],
-                on="ts",
-                candidate_on=("result_ts", "_result_seq"),
-            ),
-        ],
-        how="diagonal_relaxed",
-    )
+    # The first result that answers the call (`analyzer.timeline.answers`), at or after it.
     matched = (
-        found.filter(pl.col("result_ts").is_not_null())
+        calls.select("session_id", "flow_id", "request_id", "ts", CARRIER.alias("answers"))
+        .join(results, on=["session_id", "request_id", "answers"])
+        .filter(pl.col("result_ts") >= pl.col("ts"))
         .group_by("flow_id", "request_id")
         .agg(
             pl.col(c).sort_by("result_ts", "_result_seq").first()

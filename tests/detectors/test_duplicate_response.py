@@ -95,6 +95,27 @@ def session_gone_twice(c: Capture) -> None:
     c.response(f, status=400, body=gone)
 
 
+def reused_id_answered_on_each_stream(c: Capture) -> None:
+    """Clean: the session key holds two requests with id 5 (a client reused it, or two clients
+    of one host share a 2025 key without sessions); each is answered once, on its own stream."""
+    initialized(c)
+    stream(c, [event(res(5, content=["T-1"]), id="a1")], body=call(5))
+    stream(c, [event(res(5, content=["T-2"]), id="b1")], body=call(5))
+
+
+def reused_id_answered_again_on_the_get_stream(c: Capture) -> None:
+    """Id 5 reused: the second request's response also went out, fresh, on the GET stream (it
+    is the latest request with that id: the first request's answer is not part of it)."""
+    initialized(c)
+    g = c.request("GET", headers=S1)
+    c.response(g, sse=True)
+    c.chunk(g, sse(event(id="10", data="")), n=0)
+    stream(c, [event(res(5, content=["T-1"]), id="11")], body=call(5))
+    stream(c, [event(res(5, content=["T-2"]), id="12")], body=call(5))
+    c.chunk(g, sse(event(res(5, content=["T-2"]), id="13")), n=1)
+    c.end(g, "client_closed")
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -104,6 +125,8 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (sessionless_ids_per_exchange, []),
     (sessionless_exchange_answered_twice, [(["1"], [])]),
     (session_gone_twice, []),
+    (reused_id_answered_on_each_stream, []),
+    (reused_id_answered_again_on_the_get_stream, [(["5"], ["12", "13"])]),
 ]
 
 

@@ -115,7 +115,9 @@ def fake_timeline(path: Path) -> Any:
             exchanges=frame(EXCHANGES, flow),
             sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
             streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
-            rpc_messages=empty["messages"].select(RPC_MESSAGE_COLUMNS),
+            rpc_messages=empty["messages"]
+            .select(RPC_MESSAGE_COLUMNS)
+            .with_columns(pl.lit(None, pl.String).alias("answers")),
             recurring_events=empty["sse_events"],
             resumed_events=empty["sse_events"].select(RESUMED_EVENT_COLUMNS),
             replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),

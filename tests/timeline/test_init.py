@@ -20,6 +20,7 @@ from analyzer.timeline import (
     build_timeline,
     load_timeline,
 )
+from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.replays import (
     RECURRING_EVENT_COLUMNS,
     REPLAY_MESSAGE_COLUMNS,
@@ -115,7 +116,18 @@ def test_rpc_messages_are_the_messages_rows_they_name(
         RawTables.from_frames(normalize_records(traffic.capture_records())), spill_dir=tmp_path
     )
     for timeline in (lazy, eager, spilled):
-        assert_frame_equal(timeline.rpc_messages.collect(), expected, check_row_order=False)
+        got = timeline.rpc_messages.collect()
+        assert_frame_equal(got.drop("answers"), expected, check_row_order=False)
+        # Every answer here answers a captured request (`analyzer.timeline.answers`): one of its
+        # session with its id, whose carrier `answers` names.
+        answers = got.filter(ANSWER)
+        requests = got.filter(pl.col("kind") == "request").select(
+            "session_id", "rpc_id", CARRIER.alias("answers")
+        )
+        assert answers.height > 0 and answers["answers"].null_count() == 0
+        assert (
+            answers.join(requests, on=["session_id", "rpc_id", "answers"]).height == answers.height
+        )
     assert "parquet" in spilled.rpc_messages.explain().lower()
 
 

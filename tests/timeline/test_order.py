@@ -1,10 +1,8 @@
-"""analyzer.timeline.order: each row's latest earlier candidate, by sorting both together, and
-its first candidate at or after it, by an as-of join.
+"""analyzer.timeline.order: each row's latest earlier candidate, by sorting both together.
 
-Checked against the predicates they replace (a join on the key, then `candidate.ts < row.ts or
-(candidate.ts == row.ts and candidate.seq < row.seq)` under SQL's null logic and the last by time
-and number; or `candidate.ts >= row.ts` and the first by time and number), on hand-built rows and
-on generated ones.
+Checked against the predicate it replaces (a join on the key, then `candidate.ts < row.ts or
+(candidate.ts == row.ts and candidate.seq < row.seq)` under SQL's null logic, then the last by
+time and number), on hand-built rows and on generated ones.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.timeline.order import first_from, latest_before
+from analyzer.timeline.order import latest_before
 
 _ROWS = {"row": pl.Int64, "k": pl.String, "ts": pl.Int64, "seq": pl.Int64, "mine": pl.String}
 _CANDS = {
@@ -143,68 +141,3 @@ def test_matches_the_join_it_replaces(
     numbered_rows = [(i, *r) for i, r in enumerate(rows)]
     named = [(f"c{i}", *c) for i, c in enumerate(cands)]
     assert _latest(numbered_rows, named, other) == _expected(numbered_rows, named, other)
-
-
-def _first(rows: list[tuple[Any, ...]], cands: list[tuple[Any, ...]]) -> list[Any]:
-    got = first_from(
-        pl.LazyFrame(rows, schema=_ROWS, orient="row"),
-        pl.LazyFrame(cands, schema=_CANDS, orient="row"),
-        by=("k",),
-        on="ts",
-        candidate_on=("c_ts", "c_seq"),
-    ).collect()
-    assert got.columns == [*_ROWS, "cand", "c_ts", "c_seq", "c_other"]
-    return got.sort("row")["cand"].to_list()
-
-
-def _expected_first(rows: list[tuple[Any, ...]], cands: list[tuple[Any, ...]]) -> list[Any]:
-    """The join, filter and first-by-sort it replaces (`tool_calls`' result matching)."""
-    out = []
-    for _, k, ts, _seq, _mine in sorted(rows):
-        found = [
-            c for c in cands if k is not None and c[1] == k and _lt(c[2], ts) is False
-        ]  # candidate.ts >= row.ts, both known
-        # `sort_by(ts, seq).first()`: a null number sorts first among equal times.
-        found.sort(key=lambda c: (c[2], c[3] is not None, c[3] or 0))
-        out.append(found[0][0] if found else None)
-    return out
-
-
-def test_first_at_or_after() -> None:
-    rows = [
-        (0, "a", 10, 9, None),  # a2 and a3 at its time: the lower number, a3
-        (1, "a", 11, 0, None),  # a4
-        (2, "a", 13, 0, None),  # nothing after
-        (3, "b", 1, 0, None),  # b1, whose number is null, before b2 at the same time
-        (4, None, 0, 0, None),  # no key: none, not even the null-keyed one
-        (5, "a", None, 0, None),  # no time: none
-    ]
-    cands = [
-        ("a1", "a", 9, 0, None),
-        ("a2", "a", 10, 5, None),
-        ("a3", "a", 10, 4, None),
-        ("a4", "a", 12, 0, None),
-        ("an", "a", None, 0, None),  # no time: after no row
-        ("b2", "b", 1, 0, None),
-        ("b1", "b", 1, None, None),
-        ("nk", None, 5, 0, None),
-    ]
-    assert _first(rows, cands) == ["a3", "a4", None, "b1", None, None]
-    assert _first(rows, cands) == _expected_first(rows, cands)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    rows=st.lists(st.tuples(_key, _small, _small, _value), max_size=8),
-    cands=st.lists(
-        st.tuples(_key, _small, _small, _value),
-        max_size=10,
-        unique_by=lambda c: (c[0], c[1], c[2]),  # which of two at one place is first: undefined
-    ),
-)
-def test_first_from_matches_the_join_it_replaces(
-    rows: list[tuple[Any, ...]], cands: list[tuple[Any, ...]]
-) -> None:
-    numbered_rows = [(i, *r) for i, r in enumerate(rows)]
-    named = [(f"c{i}", *c) for i, c in enumerate(cands)]
-    assert _first(numbered_rows, named) == _expected_first(numbered_rows, named)

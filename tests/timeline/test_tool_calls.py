@@ -84,12 +84,13 @@ def test_2026_results_count_only_on_their_own_exchange() -> None:
 
 
 def test_a_reused_id_takes_the_first_result_at_or_after_the_call() -> None:
-    """A client that reuses an id in its session: each call takes the first result with that id
-    at or after it (an earlier call's answer never counts for a later one)."""
+    """A client that reuses an id in its session: each call takes the first result that answers
+    it (`analyzer.timeline.answers`): one on its own stream, else a stray one (here on the GET
+    stream) answers the latest call with the id before it."""
     c = Capture()
     a = _call(c, 1)
     c.response(a, body=res(1, content=[]))
-    b = _call(c, 1)  # its stream breaks unanswered
+    b = _call(c, 1)  # its stream breaks: never answered
     c.response(b, sse=True)
     c.end(b, "client_closed")
     g = c.request("GET", headers=S1)  # the next answer with id 1 comes on a GET stream
@@ -104,8 +105,8 @@ def test_a_reused_id_takes_the_first_result_at_or_after_the_call() -> None:
         timeline.tool_calls, "flow_id", "first_outcome", "result_flow_id", "result_is_error"
     ) == [
         ("f1", "delivered", "f1", False),
-        ("f2", "broken", "f3", False),  # the id's next answer, g1, not g2
-        ("f4", "accepted", "f3", False),
+        ("f2", "broken", None, None),  # g1 came after f4, the latest call with id 1
+        ("f4", "accepted", "f3", False),  # g1, its first answer (g2 the second)
     ]
 
 

@@ -1,0 +1,82 @@
+"""Which request each answer answers: the `answers` column of `Timeline.rpc_messages`.
+
+A response or error names its request by id, and ids recur under one session key: a client may
+reuse one, short-lived clients each count theirs from 1 under one 2026 client key, and the key of
+a 2025 server without sessions (client address, latest `initialize`) holds every client of a
+host, or behind one gateway. An answer (a server's response or error to a request id) answers:
+
+- the request that opened its carrier (its stream, else its exchange) when that request has its
+  id: a server answers on the request's own stream, or on a resume of it;
+- in 2026-07-28 traffic nothing else: a response belongs to the exchange that carried it;
+- else the latest earlier request of its session with its id: the 2024-11-05 transport answers
+  every request on its GET stream, and a stray answer lands on a GET or another request's stream;
+- else none: no captured request has its id (null).
+
+`answers` holds that request's carrier (`coalesce(stream_id, flow_id)`), the key readers match
+requests on. With ids unique in a session this is the id match it replaces; joining every request
+to every answer with its id instead cost their product where ids recur, and paired each answer
+with requests it did not answer (a duplicate response, a lost one hidden, a replay of another
+stream's response, none of them real).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from analyzer.timeline.keys import SESSIONLESS
+from analyzer.timeline.order import latest_before
+
+__all__ = ["ANSWER", "CARRIER", "answered_requests"]
+
+ANSWER: Final = (
+    (pl.col("direction") == "s2c")
+    & pl.col("kind").is_in(["response", "error"])
+    & pl.col("rpc_id").is_not_null()
+    # An error with a null id (a transport-level refusal) answers no request.
+    & (pl.col("rpc_id") != "null")
+)
+"""The message rows that answer a request."""
+
+CARRIER: Final = pl.coalesce("stream_id", "flow_id")
+"""What carried a message: its logical stream, else its exchange."""
+
+
+def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame:
+    """`rpc` (request, response and cancellation message rows) with `answers` added, row for
+    row: the carrier of the request each answer answers, null for other rows."""
+    rows = rpc.with_row_index("_msg").cache()  # read three times below: numbered once
+    requests = rows.filter(
+        (pl.col("direction") == "c2s")
+        & (pl.col("kind") == "request")
+        & pl.col("rpc_id").is_not_null()
+    ).select(
+        "session_id",
+        "rpc_id",
+        CARRIER.alias("answers"),
+        pl.col("ts").alias("_req_ts"),
+        pl.col("seq").alias("_req_seq"),
+    )
+    answers = (
+        rows.filter(ANSWER)
+        .select("_msg", "session_id", "rpc_id", "flow_id", "ts", "seq", CARRIER.alias("_carrier"))
+        .join(keyed.select("flow_id", "era"), on="flow_id", how="left")
+    )
+    opened = requests.select("session_id", "rpc_id", pl.col("answers").alias("_carrier")).unique()
+    own = answers.join(opened, on=["session_id", "rpc_id", "_carrier"], how="semi")
+    # Not on the stream of a request with its id: in 2026 traffic none, else the latest before.
+    strays = answers.join(own, on="_msg", how="anti").filter(~SESSIONLESS.fill_null(False))
+    owners = pl.concat(
+        [
+            own.select("_msg", pl.col("_carrier").alias("answers")),
+            latest_before(
+                strays.select("_msg", "session_id", "rpc_id", "ts", "seq"),
+                requests,
+                by=["session_id", "rpc_id"],
+                on=("ts", "seq"),
+                candidate_on=("_req_ts", "_req_seq"),
+            ).select("_msg", "answers"),
+        ]
+    )
+    return rows.join(owners, on="_msg", how="left", maintain_order="left").drop("_msg")
