@@ -11,6 +11,7 @@ from lab.scenarios import (
     clean_resume,
     clean_shared_replicas,
     clean_stateless,
+    clean_stateless_shared_host,
     clean_typescript,
     dropped_response,
     early_resume,
@@ -39,6 +40,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     modern_retry.SCENARIO,
     clean_legacy_sse.SCENARIO,
     clean_stateless.SCENARIO,
+    clean_stateless_shared_host.SCENARIO,
     open_at_shutdown.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
