@@ -64,10 +64,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # S's own request when it has the response's id, else the latest earlier request with it).
     by_response = (
         timeline.rpc_messages.filter(
-            (pl.col("direction") == "s2c")
-            & pl.col("kind").is_in(["response", "error"])
-            & (pl.col("incarnation") > 0)
-            & (pl.col("answers") != pl.col("stream_id"))
+            (pl.col("incarnation") > 0) & (pl.col("answers") != pl.col("stream_id"))
         )
         .join(
             timeline.streams.filter(pl.col("kind") == "post").select(

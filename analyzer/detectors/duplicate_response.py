@@ -25,7 +25,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.answers import CARRIER
+from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.replays import recurring_hashes
 
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
-# An error with a null id (a transport-level refusal: "Session not found" after a server
-# restart, a missing session header) answers no request: two of them are not one request
-# answered twice.
-_TO_A_REQUEST: Final = pl.col("rpc_id").is_not_null() & (pl.col("rpc_id") != "null")
 
 
 def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
@@ -93,8 +89,9 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     exchange that carried the response, else the request it answers (`analyzer.timeline.answers`:
     ids recur in a session key, and two requests with one id, each answered, are not one request
     answered twice), else (no captured request) its id."""
-    answers = (pl.col("kind") == "response") | (pl.col("kind") == "error")
-    rows = timeline.rpc_messages.filter((pl.col("direction") == "s2c") & answers & _TO_A_REQUEST)
+    # An error with a null id (a transport-level refusal: "Session not found" after a server
+    # restart, a missing session header) answers no request: `ANSWER` leaves it out.
+    rows = timeline.rpc_messages.filter(ANSWER)
     counted = timeline.rpc_messages.filter(
         (pl.col("direction") != "c2s") & pl.col("kind").is_in(["response", "error"])
         & (pl.col("rpc_id") != "null")

@@ -1,8 +1,8 @@
 """The TOOL_CALLS frame: every `tools/call` request, its fate and the tool's annotations.
 
 Result matching: the first response or error that answers the call (`analyzer.timeline.answers`:
-one on the call's own stream or exchange, else in a session era the latest call of the session
-with its id before it owns it), at or after the call.
+one on the call's own stream or exchange; outside 2026 traffic also one elsewhere, a GET stream,
+when the call is the latest request of the session with its id before it), at or after the call.
 
 MRTR leg: params carry `inputResponses` or `requestState`, or the previous call of the same
 tool with the same arguments in the session got an InputRequiredResult.
