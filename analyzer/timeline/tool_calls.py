@@ -45,30 +45,24 @@ _HINTS = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint", 
 
 
 def _listings(tools: pl.LazyFrame, *, keyed: pl.LazyFrame, messages: pl.LazyFrame) -> pl.LazyFrame:
-    """Every listing of a tool: server, tool_name, ts, seq and its hints."""
-    requests = (
-        messages.filter(
-            (pl.col("direction") == "c2s")
-            & (pl.col("kind") == "request")
-            & (pl.col("method") == "tools/list")
-        )
-        .select("session_id", "rpc_id", "flow_id")
-        .join(
-            keyed.select("flow_id", pl.concat_str("authority", "path").alias("_req_server")),
-            on="flow_id",
-        )
-        .group_by("session_id", "rpc_id")
-        .agg(pl.col("_req_server").first())
+    """Every listing of a tool: server, tool_name, ts, seq and its hints.
+
+    The server is the endpoint of the request the listing answers (`analyzer.timeline.answers`:
+    a legacy server lists on its GET stream, another endpoint), else (its request not captured)
+    that of the exchange that carried it."""
+    endpoint = pl.concat_str("authority", "path")
+    listing = ["flow_id", "seq", "rpc_id"]
+    answered = (
+        messages.filter(pl.col("answers").is_not_null())
+        .join(tools.select(listing).unique(), on=listing, how="semi")  # the few listings only
+        .group_by(listing)
+        .agg(pl.col("answers").min())
     )
     return (
-        tools.join(
-            keyed.select(
-                "flow_id", "session_id", pl.concat_str("authority", "path").alias("_server")
-            ),
-            on="flow_id",
-            how="left",
-        )
-        .join(requests, on=["session_id", "rpc_id"], how="left")
+        tools.join(answered, on=listing, how="left")
+        .join(keyed.select(pl.col("flow_id").alias("answers"), endpoint.alias("_req_server")),
+              on="answers", how="left")
+        .join(keyed.select("flow_id", endpoint.alias("_server")), on="flow_id", how="left")
         .select(pl.coalesce("_req_server", "_server").alias("server"), "tool_name", "ts", "seq",
                 *_HINTS)
     )  # fmt: skip

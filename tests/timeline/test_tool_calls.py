@@ -156,3 +156,19 @@ def test_annotations_in_force_at_the_call_else_from_the_latest_list_anywhere() -
         ("idem", True, True, False, False, True, True, False, "mcp.test:9000/mcp"),
         ("ghost", False, None, None, None, None, None, True, "mcp.test:9000/mcp"),
     ]  # fmt: skip
+
+
+def test_a_listing_is_the_server_of_the_request_it_answers() -> None:
+    """Two servers list a tool of one name under an id that recurs in one 2026 client key (a
+    CLI run against each): each listing is its own server's, so a call to /a keeps /a's hints."""
+    meta = {"io.modelcontextprotocol/clientInfo": {"name": "cli", "version": "1"}}
+    c = Capture()
+    for path, hints in (("/a", {"readOnlyHint": True}), ("/b", {"readOnlyHint": False})):
+        f = c.request(path=path, body=req("tools/list", 1, _meta=meta), headers=V26)
+        c.response(f, body=res(1, tools=[{"name": "t", "annotations": hints}]))
+    call = c.request(
+        path="/a", body=req("tools/call", 2, name="t", arguments={}, _meta=meta), headers=V26
+    )
+    c.response(call, body=res(2, content=[]))
+    timeline = timeline_of(c)
+    assert rows(timeline.tool_calls, "server", "read_only_hint") == [("mcp.test:9000/a", True)]
