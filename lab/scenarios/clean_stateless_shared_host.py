@@ -3,13 +3,13 @@
 The official SDK server started with `--stateless` (no `Mcp-Session-Id`, a fresh transport per
 request) and two official clients in `mode="legacy"` running at the same time from the same
 address, as agents on one host, or every client behind one gateway or NAT, look to the proxy.
-Each client counts its request ids from 0: both send `initialize` (0), `tools/list` (1), then
-`tools/call get_balance` (2) and `tools/call slow_report {"steps": 2}` (3), interleaved on the
+Both clients count their request ids alike: `initialize` (1), `tools/list` (2), then
+`tools/call get_balance` (3) and `tools/call slow_report {"steps": 2}` (4), interleaved on the
 wire (each waits for the other between steps).
 
 Without a session id the analyzer keys a 2025 flow by its client address and the latest
 `initialize` from it before the flow (DESIGN.md §2): the second client's `initialize` starts the
-key under which both clients' later requests fall, so ids 1, 2 and 3 each come twice in one key,
+key under which both clients' later requests fall, so ids 2, 3 and 4 each come twice in one key,
 each answered on its own POST. Every step is correct behaviour: no finding at all.
 """
 
