@@ -2,11 +2,13 @@
 
 For every JSON-RPC request the client sent (batch members included) and the server accepted
 (2xx), the response (result or error) must arrive somewhere: on the request's own exchange, on
-any incarnation of the stream it opened, or, in the sessioned eras, anywhere later in its session
-(a 202-accepted request is answered on a GET stream). In 2026-07-28 traffic a response belongs to
-the exchange that carried it, so only the request's own stream counts there. High; info when the
-request's stream (or, for a request without one, a GET stream of its session) was still open at
-capture end, or its answer was not wholly captured (truncated or missing body, torn tail).
+any incarnation of the stream it opened, or, in the sessioned eras, later elsewhere in its
+session while no later request has reused its id (a 202-accepted request is answered on a GET
+stream; `analyzer.timeline.answers` says which request an answer answers). In 2026-07-28 traffic
+a response belongs to the exchange that carried it, so only the request's own stream counts
+there. High; info when the request's stream (or, for a request without one, a GET stream of its
+session) was still open at capture end, or its answer was not wholly captured (truncated or
+missing body, torn tail).
 Must not flag: requests the client cancelled (`notifications/cancelled`; in 2026-07-28 closing
 or breaking the request's stream is its cancellation, so only a stream the server completed
 without the response counts), `subscriptions/listen` (answered only when the client ends it),
