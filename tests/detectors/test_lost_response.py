@@ -155,8 +155,8 @@ def reused_id_answered_before_it(c: Capture) -> None:
 
 
 def sessionless_ids_reused_by_short_lived_clients(c: Capture) -> None:
-    """2026-07-28: three client runs under one client key each count ids from 3: only the run
-    whose own stream completed without its answer lost it (another run's answer is not its)."""
+    """2026-07-28: three client runs under one client key each send their call as id 3: only the
+    run whose own stream completed without its answer lost it (another run's answer is not its)."""
     for answered in (True, False, True):
         f = c.request(body=req("tools/call", 3, name="t", arguments={}), headers=V26)
         c.response(f, sse=True)

@@ -83,7 +83,7 @@ def test_2026_results_count_only_on_their_own_exchange() -> None:
     ]
 
 
-def test_a_reused_id_takes_the_first_result_at_or_after_the_call() -> None:
+def test_a_reused_id_takes_the_first_result_that_answers_the_call() -> None:
     """A client that reuses an id in its session: each call takes the first result that answers
     it (`analyzer.timeline.answers`): one on its own stream, else a stray one (here on the GET
     stream) answers the latest call with the id before it."""
