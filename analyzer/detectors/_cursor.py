@@ -72,13 +72,15 @@ def carried_after_cursor(
     placed = resumes.join(bases, on=["stream_id", "r_inc"]).cache()
     cursor = ["stream_id", "c_pos"]
     earlier = pl.col("ts").cum_min().shift(1).over([*cursor, *key])
-    after = (
+    spans = (
         placed.group_by(cursor)
         .agg(
             pl.int_ranges(pl.col("c_pos").first() + 1, pl.col("_r_base").max()).alias("stream_pos")
         )
         .explode("stream_pos")
-        .pipe(lambda spans: events.join(spans, on=["stream_id", "stream_pos"]))
+    )
+    after = (
+        events.join(spans, on=["stream_id", "stream_pos"])  # the few spans: the hash table
         .sort("stream_pos")
         .filter(earlier.is_null() | (pl.col("ts") < earlier))
     )

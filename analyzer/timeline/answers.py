@@ -54,7 +54,8 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
     # 2**-128, less than two random UUIDs do.
     key = pl.struct("session_id", "rpc_id", CARRIER)
     hashed = (key.hash(1).alias("_h1"), key.hash(2).alias("_h2"))
-    opened = rows.filter(request & known).select(*hashed, pl.lit(True).alias("_own")).unique()
+    requests = rows.filter(request & known)
+    opened = requests.select(*hashed, pl.lit(True).alias("_own")).unique()
     matched = (
         rows.filter(ANSWER & known)
         .select("_msg", *hashed)
@@ -75,7 +76,7 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
             own.select("_msg", CARRIER.alias("answers")),
             latest_before(
                 strays,
-                rows.filter(request & known).select(
+                requests.select(
                     "session_id",
                     "rpc_id",
                     CARRIER.alias("answers"),
