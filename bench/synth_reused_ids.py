@@ -20,25 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import uuid
 from pathlib import Path
 from typing import Any
 
+from synth_capture import _Writer  # the same record writer (seq, times, rotation, open, close)
+
 _TOOLS = {"tools": [{"name": "report", "inputSchema": {"type": "object"},
                      "annotations": {"readOnlyHint": True}}]}  # fmt: skip
-
-
-class _Writer:
-    def __init__(self, path: Path) -> None:
-        self.fh = path.open("w", encoding="utf-8")
-        self.seq = 0
-        self.ts = 1_796_000_000_000_000_000
-
-    def record(self, kind: str, **fields: Any) -> None:
-        self.ts += 1_000
-        rec = {"seq": self.seq, "kind": kind, "ts_ns": self.ts, "mono_ns": self.ts - 10**18}
-        self.fh.write(json.dumps({**rec, **fields}, separators=(",", ":")) + "\n")
-        self.seq += 1
 
 
 def _text(msg: dict[str, Any]) -> str:
@@ -53,20 +43,19 @@ def main() -> None:
     parser.add_argument("--era", default="2026-07-28")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--unanswered", action="store_true")
+    parser.add_argument("--rotate", type=int, default=200_000, help="records per file")
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.resume and args.era >= "2026-":
         parser.error("--resume needs a 2025 era: 2026-07-28 has no resumption")
     args.out.mkdir(parents=True, exist_ok=True)
-    w = _Writer(args.out / f"capture-{uuid.uuid4().hex[:8]}-0000.jsonl")
-    redaction = {"enabled": True, "key_id": "k1", "headers": [], "json_keys": []}
-    w.record("capture_open", schema="1.0", run_id=uuid.uuid4().hex, file_index=0,
-             tool_version="bench", mitmproxy_version="12.3.1", listen="127.0.0.1:8080",
-             upstream="127.0.0.1:9000", redaction=redaction)  # fmt: skip
+    random.seed(args.seed)
+    w = _Writer(args.out, args.rotate, uuid.UUID(int=random.getrandbits(128)).hex)
     meta = {"io.modelcontextprotocol/protocolVersion": args.era,
             "io.modelcontextprotocol/clientInfo": {"name": "cli", "version": "1"}}  # fmt: skip
 
     def exchange(method: str, rpc: dict[str, Any] | None, headers: list[list[str]]) -> str:
-        flow = str(uuid.uuid4())
+        flow = str(uuid.UUID(int=random.getrandbits(128), version=4))
         w.record("request", flow=flow, method=method, scheme="http", authority="127.0.0.1",
                  path="/mcp", http_version="HTTP/1.1", client="10.0.0.5:40000",
                  upstream="127.0.0.1:9000", body={"text": _text(rpc)} if rpc else None,
@@ -122,8 +111,7 @@ def main() -> None:
         else:
             event(f, args.progress, answer, None)
         w.record("stream_end", flow=f, how="complete", error=None)
-    w.record("capture_close", seen=w.seq, written=w.seq + 1, dropped=0)
-    w.fh.close()
+    w.close()
 
 
 if __name__ == "__main__":
