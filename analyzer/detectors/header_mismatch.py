@@ -44,12 +44,28 @@ def _annotated(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, t
             yield from _annotated(sub, (*path, str(name)))
 
 
-def _param_paths(timeline: Timeline) -> pl.DataFrame:
+def _param_paths(timeline: Timeline, accepted: pl.LazyFrame) -> pl.DataFrame:
     """tool, token -> JSONPath of the argument, from captured tools/list results.
 
     A Python walk over the few tools/list payloads that declare headers, not over traffic rows.
+    Only wanted when some accepted request sent an `Mcp-Param-*` header: finding the payloads
+    reads the text of every payload (0.6 s of 0.9 s at 10M events without one).
     """
     found: dict[tuple[str, str], str] = {}
+    sent = (
+        accepted.select(
+            pl.col("mcp_headers")
+            .explode()
+            .struct.field("name")
+            .str.to_lowercase()
+            .str.starts_with(_PARAM)
+            .any()
+        )
+        .collect(engine="streaming")
+        .item()
+    )
+    if not sent:
+        return _paths_frame(found)
     # Select the stored rows first, then deduplicate the few found (a text recurs across parts).
     rows = getattr(timeline, "payload_rows", None)
     texts = (
@@ -68,6 +84,10 @@ def _param_paths(timeline: Timeline) -> pl.DataFrame:
                 for token, path in _annotated(tool.get("inputSchema")):
                     keys = "".join(f"[{json.dumps(key)}]" for key in path)
                     found[(tool["name"], token)] = f"$.params.arguments{keys}"
+    return _paths_frame(found)
+
+
+def _paths_frame(found: dict[tuple[str, str], str]) -> pl.DataFrame:
     return pl.DataFrame(
         [(tool, token, path) for (tool, token), path in found.items()],
         schema={"_tool": pl.String, "_token": pl.String, "_path": pl.String},
@@ -107,7 +127,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )
     # One JSONPath per declared argument: a when/then over the few (tool, token) pairs.
-    paths = _param_paths(timeline)
+    paths = _param_paths(timeline, accepted)
     param = pl.lit(None, pl.String)
     for tool_name, token, path in paths.iter_rows():
         param = (
