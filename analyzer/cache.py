@@ -51,6 +51,7 @@ __all__ = [
     "CACHE_DIR",
     "CacheEntry",
     "build_entry",
+    "digests",
     "file_digest",
     "find_entry",
     "input_key",
@@ -160,9 +161,9 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _digests(directory: Path) -> dict[str, str]:
-    """Each Parquet part of an entry folder by name, with its SHA-256 (two files at a time:
-    hashing releases the GIL)."""
+def digests(directory: Path) -> dict[str, str]:
+    """Each Parquet file of a folder (an entry's parts, a stored timeline set) by name, with its
+    SHA-256 (two files at a time: hashing releases the GIL)."""
     parts = sorted(directory.glob("*.parquet"))
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip((p.name for p in parts), pool.map(file_digest, parts), strict=True))
@@ -174,7 +175,7 @@ def _damage(directory: Path, manifest: dict[str, Any]) -> str | None:
     if not isinstance(listed, dict):
         return "no list of parts"
     try:
-        found = _digests(directory)
+        found = digests(directory)
     except OSError as e:
         return f"unreadable: {e.strerror or e}"
     for name in sorted(set(listed) | set(found)):
@@ -227,7 +228,7 @@ class EntryBuilder:
 
     def commit(self, manifest: dict[str, Any]) -> CacheEntry:
         """Write the manifest and move the entry into place (or keep the temporary folder)."""
-        manifest = {**manifest, "key": self.key, "parts": _digests(self.directory)}
+        manifest = {**manifest, "key": self.key, "parts": digests(self.directory)}
         target = self.directory / MANIFEST
         target.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
         os.chmod(target, 0o600)

@@ -41,7 +41,7 @@ import polars as pl
 
 import analyzer.ingest
 import analyzer.schema
-from analyzer.cache import CACHE_DIR, file_digest, sweep
+from analyzer.cache import CACHE_DIR, digests, file_digest, sweep
 
 __all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "link_or_copy", "read", "target"]
 
@@ -110,10 +110,11 @@ def read(folder: Path, *, spill_dir: Path | None, scan_from: int) -> StoredFrame
         manifest = json.loads((folder / _MANIFEST).read_text("utf-8"))
         if manifest["key"] != folder.name:
             raise ValueError("another key")
+        found = digests(folder)
         for name in STORED:
             rows, digest = int(manifest["rows"][name]), str(manifest["sha256"][name])
             path = folder / f"{name}.parquet"
-            if file_digest(path) != digest:
+            if found.get(path.name) != digest:
                 raise ValueError(f"{name}: damaged")
             own = spill_dir / f"stored-{name}.parquet" if spill_dir is not None else None
             if (
