@@ -28,20 +28,26 @@ _SERVER_CLOSE: Final = ("complete", "server_closed")
 
 def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
     """One finding per resume sent before its stream's `retry` had elapsed."""
-    # The client keeps the last retry it saw on the stream, over all earlier incarnations.
-    incs = timeline.incarnations.sort("stream_id", "ts", "seq").select(
-        "stream_id",
-        pl.col("flow_id").alias("_prev_flow"),
-        pl.col("ts").alias("_prev_ts"),
-        pl.col("seq").alias("_prev_seq"),
-        pl.col("end_how").alias("_prev_end"),
-        pl.col("end_ts").alias("_prev_end_ts"),
-        pl.col("replica").alias("_prev_replica"),
-        pl.col("last_retry_ms").forward_fill().over("stream_id").alias("_retry_ms"),
+    resolved = timeline.resumptions.filter(pl.col("status") == "resolved")
+    # The client keeps the last retry it saw on the stream, over all earlier incarnations. Only
+    # the resumed streams' incarnations are sorted (92k of 437k at 10M synthetic events).
+    incs = (
+        timeline.incarnations.join(resolved.select("stream_id"), on="stream_id", how="semi")
+        .sort("stream_id", "ts", "seq")
+        .select(
+            "stream_id",
+            pl.col("flow_id").alias("_prev_flow"),
+            pl.col("ts").alias("_prev_ts"),
+            pl.col("seq").alias("_prev_seq"),
+            pl.col("end_how").alias("_prev_end"),
+            pl.col("end_ts").alias("_prev_end_ts"),
+            pl.col("replica").alias("_prev_replica"),
+            pl.col("last_retry_ms").forward_fill().over("stream_id").alias("_retry_ms"),
+        )
     )
     # The incarnation the resume follows: the stream's latest one requested before it.
     resumes = latest_before(
-        timeline.resumptions.filter(pl.col("status") == "resolved"),
+        resolved,
         incs,
         by=("stream_id",),
         on=("ts", "seq"),
