@@ -64,15 +64,22 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .select("session_id", pl.lit(True).alias("get_open"))
         .unique()
     )
+    sent = msgs.filter(
+        (pl.col("direction") == "c2s")
+        & (pl.col("kind") == "request")
+        & (pl.col("source") == "request_body")
+        & pl.col("rpc_id").is_not_null()
+        & (pl.col("method") != "subscriptions/listen").fill_null(True)
+    ).select("session_id", "flow_id", "ts", "rpc_id", "method", "tool_name", carrier)
+    answered = (
+        sent.join(answers, on=["session_id", "rpc_id", "carrier"])
+        .filter(pl.col("a_ts") >= pl.col("ts"))
+        .select("flow_id", "rpc_id")
+    )
+    # The unanswered requests first (a few): only those meet their exchange and stream.
     requests = (
-        msgs.filter(
-            (pl.col("direction") == "c2s")
-            & (pl.col("kind") == "request")
-            & (pl.col("source") == "request_body")
-            & pl.col("rpc_id").is_not_null()
-            & (pl.col("method") != "subscriptions/listen").fill_null(True)
-        )
-        .select("session_id", "flow_id", "ts", "rpc_id", "method", "tool_name", carrier)
+        sent.join(answered, on=["flow_id", "rpc_id"], how="anti")
+        .join(cancels, on=["session_id", "rpc_id"], how="anti")
         .join(ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id")
         .filter(pl.col("status").is_between(200, 299).fill_null(False))
         .join(
@@ -83,30 +90,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             how="left",
         )
         .with_columns(pl.coalesce("last_end_how", "end_how").alias("how"))
-        .join(cancels, on=["session_id", "rpc_id"], how="anti")
         .filter(~SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
     )
-    answered = (
-        requests.join(answers, on=["session_id", "rpc_id", "carrier"])
-        .filter(pl.col("a_ts") >= pl.col("ts"))
-        .select("flow_id", "rpc_id")
-    )
-    lost = (
-        requests.join(answered, on=["flow_id", "rpc_id"], how="anti")
-        .join(open_gets, on="session_id", how="left")
-        .with_columns(
-            pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
-            .then(pl.lit(" Its stream was still open at capture end: the response may yet come."))
-            .when("unseen")
-            .then(
-                pl.lit(
-                    " Part of its answer was not captured (a truncated or missing body, or "
-                    "a torn stream tail): the response may be there."
-                )
+    lost = requests.join(open_gets, on="session_id", how="left").with_columns(
+        pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
+        .then(pl.lit(" Its stream was still open at capture end: the response may yet come."))
+        .when("unseen")
+        .then(
+            pl.lit(
+                " Part of its answer was not captured (a truncated or missing body, or "
+                "a torn stream tail): the response may be there."
             )
-            .otherwise(pl.lit(""))
-            .alias("note")
         )
+        .otherwise(pl.lit(""))
+        .alias("note")
     )
     what = pl.format("{} {}", pl.col("method").fill_null("?"), pl.col("rpc_id"))
     where = (
