@@ -41,6 +41,7 @@ RPC_COLUMNS = ("session_id", "stream_id", "flow_id", "incarnation", "ts", "seq",
 """The MESSAGES columns they read (and `answers`: `analyzer.timeline.answers`)."""
 
 
+_SAME_CALL = ("session_id", "tool_name", "arguments_hash")
 _HINTS = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
 
 
@@ -214,15 +215,19 @@ def tool_calls(
             pl.when(listed).then(pl.col("idempotent_hint").fill_null(False)),
             pl.when(listed).then(pl.col("open_world_hint").fill_null(True)),
         )
-        .sort("session_id", "ts", "seq", "flow_id", nulls_last=True)
+        # A leg of an MRTR exchange: it says so, or the call before it with the same key got
+        # InputRequiredResult. Sorted by key, the call before is the row before (a window over
+        # the key cost 0.7 s for 367k calls, these two sorts 0.3 s).
+        .sort(*_SAME_CALL, "ts", "seq", "flow_id", nulls_last=True)
         .with_columns(
             (
                 pl.col("mrtr_params").fill_null(False)
-                | pl.col("input_required")
-                .shift(1)
-                .over("session_id", "tool_name", "arguments_hash", order_by=["ts", "seq"])
-                .fill_null(False)
+                | (
+                    pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in _SAME_CALL)
+                    & pl.col("input_required").shift(1)
+                ).fill_null(False)
             ).alias("mrtr")
         )
+        .sort("session_id", "ts", "seq", "flow_id", nulls_last=True)
         .select(S.TOOL_CALLS.names())
     )
