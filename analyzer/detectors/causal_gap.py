@@ -31,7 +31,7 @@ from analyzer.detectors import Detector
 from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 from analyzer.timeline.keys import SESSIONLESS
-from analyzer.timeline.replays import ISSUED
+from analyzer.timeline.replays import ISSUED, owned
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -71,7 +71,7 @@ def _carried(tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.La
         carried_after_cursor(resumes, candidates, tl.incarnations, ("event_id", "payload_hash"))
         # Few rows (events between a cursor and its resume), read three times; their strings
         # copied out of the scanned pages, which they would otherwise keep whole in memory.
-        .with_columns(pl.col("event_id") + "", pl.col("payload_hash") + "")
+        .with_columns(owned("event_id", "payload_hash"))
         .cache()
     )
 

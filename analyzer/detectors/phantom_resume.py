@@ -24,6 +24,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
+from analyzer.timeline.replays import owned
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -38,7 +39,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # of streams no answered resume continued join to no resume below): cached for every join,
     # their strings copied out of the scanned pages (which the cache would otherwise keep whole).
     events = timeline.resumed_events.with_columns(
-        pl.col("stream_id", "flow_id", "event_id", "payload_hash") + ""
+        owned("stream_id", "flow_id", "event_id", "payload_hash")
     ).cache()
     resumes = resumed_at_cursor(
         answered,

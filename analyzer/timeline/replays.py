@@ -21,6 +21,7 @@ __all__ = [
     "RECURRING_EVENT_COLUMNS",
     "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
+    "owned",
     "recurring_events",
     "recurring_hashes",
     "recurring_keys",
@@ -47,10 +48,11 @@ REPLAY_MESSAGE_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "ts", "se
 """The MESSAGES columns of `replay_messages` (what the detectors reading it ask for)."""
 
 
-# Their text columns, copied out of the pages they were read from: a row selected from a scan
-# otherwise keeps the whole page buffer alive, and a Parquet sink holds a row group's rows
-# (10M events: +340 MB while `recurring_events` was written, +175 MB so).
-def _own(*names: str) -> pl.Expr:
+def owned(*names: str) -> pl.Expr:
+    """The text columns `names`, copied out of the pages they were read from: a few rows
+    selected from a scan otherwise keep whole page buffers alive, in a cache or in the row group
+    a Parquet sink holds (10M events: +340 MB while `recurring_events` was written, +175 MB so).
+    """
     return pl.col(*names) + ""
 
 
@@ -94,7 +96,7 @@ def recurring_events(events: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
         .join(keys, on="_key", how="semi")
         .drop("_key")
         .with_columns(
-            _own("session_id", "stream_id", "flow_id", "event_id", "event", "payload_hash")
+            owned("session_id", "stream_id", "flow_id", "event_id", "event", "payload_hash")
         )
     )
 
@@ -110,7 +112,7 @@ def resumed_events(events: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFr
     return (
         events.select(RESUMED_EVENT_COLUMNS)
         .join(wanted, on="stream_id", how="semi")
-        .with_columns(_own("stream_id", "flow_id", "event_id", "payload_hash"))
+        .with_columns(owned("stream_id", "flow_id", "event_id", "payload_hash"))
     )
 
 
@@ -122,5 +124,5 @@ def replay_messages(messages: pl.LazyFrame, *carriers: pl.LazyFrame) -> pl.LazyF
         messages.filter(pl.col("source") == "sse")
         .select(REPLAY_MESSAGE_COLUMNS)
         .join(carried, on=["flow_id", "ordinal"], how="semi")
-        .with_columns(_own("session_id", "stream_id", "flow_id", "event_id", "payload_hash"))
+        .with_columns(owned("session_id", "stream_id", "flow_id", "event_id", "payload_hash"))
     )
