@@ -6,6 +6,7 @@ from lab.framework import Scenario
 from lab.scenarios import (
     answered_twice,
     clean_era_fallback,
+    clean_json_response,
     clean_legacy_sse,
     clean_modern,
     clean_resume,
@@ -41,6 +42,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     clean_legacy_sse.SCENARIO,
     clean_stateless.SCENARIO,
     clean_stateless_shared_host.SCENARIO,
+    clean_json_response.SCENARIO,
     open_at_shutdown.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,

@@ -62,6 +62,7 @@ def start_sdk_server(
     max_events: int | None = None,
     charge_gate: bool = False,
     stateless: bool = False,
+    json_response: bool = False,
     replicas: int = 1,
     wait: bool = True,
 ) -> SdkServer:
@@ -84,6 +85,8 @@ def start_sdk_server(
         argv.append("--charge-gate")
     if stateless:
         argv.append("--stateless")
+    if json_response:
+        argv.append("--json-response")
     for also in ports[1:]:
         argv += ["--also-port", str(also)]
     process = ctx.start_process(argv, name=name, port=port, wait=wait)

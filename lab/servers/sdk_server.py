@@ -2,13 +2,14 @@
 
     python -m lab.servers.sdk_server --port N [--event-ids counter|uuid|none] [--retry-ms MS]
                                      [--max-events N] [--charge-gate] [--stateless]
-                                     [--also-port N ...]
+                                     [--json-response] [--also-port N ...]
 
 The endpoint is `/mcp`; the SDK routes each request by `MCP-Protocol-Version` to the sessioned
 (2025) or the sessionless (2026-07-28) transport; with `--stateless` the 2025 one is the SDK's
-`stateless_http` (no `Mcp-Session-Id`, no GET stream, no event store). Besides MCP it serves a
-small control plane that scenarios use directly, never through the proxy, so captures hold only
-MCP traffic:
+`stateless_http` (no `Mcp-Session-Id`, no GET stream, no event store); with `--json-response`
+the SDK answers each POST with one `application/json` body instead of an event stream. Besides
+MCP it serves a small control plane that scenarios use directly, never through the proxy, so
+captures hold only MCP traffic:
 
     GET  /lab/state         charges made, the event store's contents and replays
     POST /lab/gates/{name}  open a gate a tool is waiting on (how scenarios synchronize)
@@ -253,6 +254,11 @@ def main(argv: list[str] | None = None) -> None:
         help="2025 wire without sessions (stateless_http: no Mcp-Session-Id, no event store)",
     )
     parser.add_argument(
+        "--json-response",
+        action="store_true",
+        help="answer POSTs with application/json bodies, not event streams (json_response)",
+    )
+    parser.add_argument(
         "--also-port",
         type=int,
         action="append",
@@ -272,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
         retry_interval=args.retry_ms,
         session_idle_timeout=None,
         stateless_http=args.stateless,
+        json_response=args.json_response,
     )
     if args.also_port:
         asyncio.run(serve_replicas(app, [args.port, *args.also_port]))
