@@ -14,6 +14,7 @@ from lab.scenarios import (
     clean_stateless,
     clean_stateless_shared_host,
     clean_typescript,
+    clean_typescript_client,
     dropped_response,
     early_resume,
     fresh_resume,
@@ -46,6 +47,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     open_at_shutdown.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
+    clean_typescript_client.SCENARIO,
     clean_era_fallback.SCENARIO,
     round_robin_replicas.SCENARIO,
     clean_shared_replicas.SCENARIO,

@@ -1,4 +1,5 @@
-"""The lab's server on the TypeScript SDK (`server.mjs`): its install and its start.
+"""The lab's server and client on the TypeScript SDK (`server.mjs`, `client.mjs`): their install,
+the server's start and the client's run.
 
 `node_modules/` is not committed; `ensure_installed()` runs `npm ci` from the committed
 `package-lock.json` when the pinned SDK is missing. Setup scripts can run the same thing:
@@ -94,19 +95,51 @@ def start_ts_server(
     retry_ms: int | None = None,
 ) -> TsServer:
     """Start `node server.mjs` on a free port; LabError if Node or the SDK install is missing."""
-    node = shutil.which("node")
-    if node is None:
-        raise LabError("node is not on PATH: the TypeScript lab server needs Node 20")
-    if not installed():
-        raise LabError(
-            f"{SDK_PACKAGE} {_pinned_sdk()} is not installed in {TS_DIR}: run "
-            "`npm ci --prefix lab/ts --no-audit --no-fund` (or lab.ts.ensure_installed())"
-        )
     port = ctx.free_port()
-    argv = [node, str(TS_DIR / "server.mjs"), "--port", str(port)]
+    argv = [_node(), str(TS_DIR / "server.mjs"), "--port", str(port)]
     if pause_after is not None:
         argv += ["--pause-after", str(pause_after)]
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
     ctx.start_process(argv, name=name, port=port)
     return TsServer(f"http://127.0.0.1:{port}")
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise LabError("node is not on PATH: the TypeScript lab needs Node 20")
+    if not installed():
+        raise LabError(
+            f"{SDK_PACKAGE} {_pinned_sdk()} is not installed in {TS_DIR}: run "
+            "`npm ci --prefix lab/ts --no-audit --no-fund` (or lab.ts.ensure_installed())"
+        )
+    return node
+
+
+def run_ts_client(ctx: LabContext, url: str, control: str, *, name: str = "ts-client") -> Any:
+    """Run `node client.mjs` against the MCP endpoint `url` (`control`: the lab server's root,
+    for its gates) to its end, bounded by the scenario's budget; its stderr goes to
+    `logs/<name>.log`. Returns the notes it printed (one JSON line); LabError when it fails."""
+    argv = [_node(), str(TS_DIR / "client.mjs"), "--url", url, "--control", control]
+    log_path = ctx.log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        try:
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                timeout=ctx.remaining(),
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:  # the child is killed by then
+            raise LabError(f"{name}: no end within the scenario's budget") from exc
+    if done.returncode != 0:
+        tail = log_path.read_text(encoding="utf-8", errors="replace")[-1500:]
+        raise LabError(f"{name} exited {done.returncode}: {tail}")
+    lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError) as exc:
+        raise LabError(f"{name} printed no notes: {done.stdout[-500:]!r}") from exc
