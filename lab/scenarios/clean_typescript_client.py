@@ -33,9 +33,7 @@ RETRY_MS = 300
 def run(ctx: LabContext) -> None:
     server, url = start_sdk_behind_proxy(ctx, event_ids="uuid", seed=5, retry_ms=RETRY_MS)
     ctx.note("retry_ms", RETRY_MS)
-    notes = run_ts_client(ctx, url, server.root)
-    for key, value in notes.items():
-        ctx.note(key, value)
+    notes = run_ts_client(ctx, url, server.root, "--close-after", "1", "--gate", "slow-report")
     store = ctx.run_async(server.state)["event_store"]
     ctx.note("replays", store["replays"])
     if notes["progress_seen"] != [1, 2, 3] or notes["report_is_error"]:

@@ -117,11 +117,14 @@ def _node() -> str:
     return node
 
 
-def run_ts_client(ctx: LabContext, url: str, control: str, *, name: str = "ts-client") -> Any:
+def run_ts_client(
+    ctx: LabContext, url: str, control: str, *options: str, name: str = "ts-client"
+) -> dict[str, Any]:
     """Run `node client.mjs` against the MCP endpoint `url` (`control`: the lab server's root,
-    for its gates) to its end, bounded by the scenario's budget; its stderr goes to
-    `logs/<name>.log`. Returns the notes it printed (one JSON line); LabError when it fails."""
-    argv = [_node(), str(TS_DIR / "client.mjs"), "--url", url, "--control", control]
+    for its gates; `options`: the client's own, e.g. `--close-after 1`) to its end, bounded by
+    the scenario's budget; its stderr goes to `logs/<name>.log`. The notes it printed (one JSON
+    line) become the scenario's notes, and are returned; LabError when it fails."""
+    argv = [_node(), str(TS_DIR / "client.mjs"), "--url", url, "--control", control, *options]
     log_path = ctx.log_dir / f"{name}.log"
     with log_path.open("wb") as log:
         try:
@@ -140,6 +143,11 @@ def run_ts_client(ctx: LabContext, url: str, control: str, *, name: str = "ts-cl
         raise LabError(f"{name} exited {done.returncode}: {tail}")
     lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
     try:
-        return json.loads(lines[-1])
-    except (IndexError, ValueError) as exc:
-        raise LabError(f"{name} printed no notes: {done.stdout[-500:]!r}") from exc
+        notes = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        notes = None
+    if not isinstance(notes, dict):
+        raise LabError(f"{name} printed no notes: {done.stdout[-500:]!r}")
+    for key, value in notes.items():
+        ctx.note(key, value)
+    return notes
