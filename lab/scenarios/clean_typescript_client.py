@@ -33,7 +33,12 @@ RETRY_MS = 300
 def run(ctx: LabContext) -> None:
     server, url = start_sdk_behind_proxy(ctx, event_ids="uuid", seed=5, retry_ms=RETRY_MS)
     ctx.note("retry_ms", RETRY_MS)
-    notes = run_ts_client(ctx, url, server.root, "--close-after", "1", "--gate", "slow-report")
+    notes = run_ts_client(
+        ctx,
+        url,
+        server.root,
+        *("--tool-args", '{"steps": 3, "close_after": 1}', "--gate", "slow-report"),
+    )
     store = ctx.run_async(server.state)["event_store"]
     ctx.note("replays", store["replays"])
     if notes["progress_seen"] != [1, 2, 3] or notes["report_is_error"]:

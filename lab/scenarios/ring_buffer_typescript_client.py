@@ -50,7 +50,8 @@ def run(ctx: LabContext) -> None:
         ctx,
         url,
         server.root,
-        *("--steps", str(STEPS), "--read-tool", "lookup", "--read-args", '{"key": "region"}'),
+        *("--tool-args", f'{{"steps": {STEPS}}}'),
+        *("--read-tool", "lookup", "--read-args", '{"key": "region"}'),
     )
     if notes["report_is_error"] or notes["read_is_error"]:
         raise LabError(f"a tool call failed: {notes}")

@@ -121,7 +121,7 @@ def run_ts_client(
     ctx: LabContext, url: str, control: str, *options: str, name: str = "ts-client"
 ) -> dict[str, Any]:
     """Run `node client.mjs` against the MCP endpoint `url` (`control`: the lab server's root,
-    for its gates; `options`: the client's own, e.g. `--close-after 1`) to its end, bounded by
+    for its gates; `options`: the client's own, e.g. `--retry-call`) to its end, bounded by
     the scenario's budget; its stderr goes to `logs/<name>.log`. The notes it printed (one JSON
     line) become the scenario's notes, and are returned; LabError when it fails."""
     argv = [_node(), str(TS_DIR / "client.mjs"), "--url", url, "--control", control, *options]
