@@ -4,10 +4,9 @@
 a scripted one, and a server that ends the tool's stream itself: one `lab.faults.server` with a
 ring buffer of 4 events per session (`--buffer-size 4`), `retry: 300` in every priming event,
 and the first streamed call's response ended by the server after progress 1 (`--close-after
-1`). Ids `e<n>` come from the session's counter in the order the server issues them: as below
-when the standalone stream opens before the tool call, as it does unless the transport's GET
-is slower than two POSTs (the ids below then shift; the request ids do not). On the wire
-(2025-11-25):
+1`). Ids `e<n>` come from the session's counter in the order the server issues them; the
+client waits 300 ms after connecting (`--settle-ms`) so that the transport's standalone GET,
+sent without waiting, is served before the next request. On the wire (2025-11-25):
 
 1. `initialize` (id 0, JSON), `notifications/initialized` (202), the transport's standalone
    GET stream (e1 priming, e2 a `notifications/message`), `tools/list` (id 1, JSON).
@@ -51,6 +50,7 @@ def run(ctx: LabContext) -> None:
         url,
         server.root,
         *("--tool-args", f'{{"steps": {STEPS}}}'),
+        *("--settle-ms", "300"),  # the standalone GET first: see the docstring
         *("--read-tool", "lookup", "--read-args", '{"key": "region"}'),
     )
     if notes["report_is_error"] or notes["read_is_error"]:

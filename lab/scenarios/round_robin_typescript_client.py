@@ -7,8 +7,9 @@ each process; `retry: 300` in every priming event, and replica a ends the first 
 response after progress 1 (`--close-after 1`). On the wire (2025-11-25; the balancer sends
 HTTP request k to replica k mod 2, the transport's standalone GET among them):
 
-1. `initialize` (id 0) -> a, `notifications/initialized` -> b, the standalone GET stream and
-   `tools/list` (id 1), one to each replica.
+1. `initialize` (id 0) -> a, `notifications/initialized` -> b, the transport's standalone GET
+   stream -> a (the client waits 300 ms after connecting, `--settle-ms`, so that the GET, sent
+   without waiting, is counted before the next request), `tools/list` (id 1) -> b.
 2. `tools/call create_ticket {"title": ..., "steps": 4}` (id 2, with a progress token) -> a:
    the ticket is filed, a priming event and progress 1 come, then a ends the response; the
    rest goes into a's buffer.
@@ -54,6 +55,7 @@ def run(ctx: LabContext) -> None:
         replica_a.root,
         *("--tool", "create_ticket", "--tool-args", TICKET),
         *("--timeout-ms", "2000", "--retry-call"),
+        *("--settle-ms", "300"),  # the standalone GET first: see the docstring
         *("--read-tool", "lookup", "--read-args", '{"key": "region"}'),
     )
     tickets = ctx.run_async(replica_a.state)["tickets"]

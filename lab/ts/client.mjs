@@ -12,12 +12,16 @@
 // progress 1 arrived (`slow_report` with `close_after: 1` closes its stream there).
 // `--timeout-ms` bounds the call (reset by each progress notification); with `--retry-call` a
 // call that failed (a timeout, say) is sent once more with the same arguments, as an
-// application that retries does.
+// application that retries does. `--settle-ms` waits that long after connecting, so that the
+// transport's standalone GET (sent without waiting) reaches the server before the next request
+// (a scenario behind a round-robin balancer counts requests).
 //
 //   node lab/ts/client.mjs --url http://127.0.0.1:P/mcp --control http://127.0.0.1:Q
 //       [--tool slow_report --tool-args '{"steps": 3, "close_after": 1}'] [--gate slow-report]
-//       [--timeout-ms 15000] [--retry-call] [--read-tool lookup --read-args '{"key": "k"}']
+//       [--timeout-ms 15000] [--retry-call] [--settle-ms 300]
+//       [--read-tool lookup --read-args '{"key": "k"}']
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,6 +36,7 @@ const { values: options } = parseArgs({
     gate: { type: 'string' },
     'timeout-ms': { type: 'string', default: '15000' },
     'retry-call': { type: 'boolean', default: false },
+    'settle-ms': { type: 'string', default: '0' },
     'read-tool': { type: 'string', default: 'get_balance' },
     'read-args': { type: 'string', default: '{"account": "acme"}' },
   },
@@ -39,7 +44,8 @@ const { values: options } = parseArgs({
 if (!options.url || !options.control) {
   console.error(
     'usage: node client.mjs --url MCP_URL --control SERVER_ROOT [--tool NAME --tool-args JSON] ' +
-      '[--gate NAME] [--timeout-ms MS] [--retry-call] [--read-tool NAME --read-args JSON]',
+      '[--gate NAME] [--timeout-ms MS] [--retry-call] [--settle-ms MS] ' +
+      '[--read-tool NAME --read-args JSON]',
   );
   process.exit(2);
 }
@@ -47,6 +53,7 @@ if (!options.url || !options.control) {
 const transport = new StreamableHTTPClientTransport(new URL(options.url));
 const client = new Client({ name: 'seamwatch-lab-ts-client', version: '1' });
 await client.connect(transport);
+await delay(Number(options['settle-ms']));
 const tools = await client.listTools();
 
 const progressSeen = [];
