@@ -62,6 +62,21 @@ async def end_session(client: SessionedClient) -> None:
         raise LabError(f"DELETE answered {status}")
 
 
+def replica_behind_proxy(
+    ctx: LabContext, *, replica: str, session_prefix: str, **faults: Any
+) -> tuple[FaultReplica, str]:
+    """Start one fault replica (`faults`: `start_replica`'s switches) behind the capturing proxy;
+    returns the replica and the MCP endpoint URL through the proxy."""
+    server = start_replica(
+        ctx,
+        replica=replica,
+        store=ctx.out_dir / "sessions.sqlite3",
+        session_prefix=session_prefix,
+        **faults,
+    )
+    return server, ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
+
+
 def run_behind_proxy(
     ctx: LabContext,
     drive: Callable[[LabContext, FaultReplica, str], Awaitable[None]],
@@ -70,14 +85,8 @@ def run_behind_proxy(
     session_prefix: str,
     **faults: Any,
 ) -> None:
-    """Start one fault replica (`faults`: `start_replica`'s switches) behind the capturing proxy,
-    then run `drive(ctx, server, url)`."""
-    server = start_replica(
-        ctx,
-        replica=replica,
-        store=ctx.out_dir / "sessions.sqlite3",
-        session_prefix=session_prefix,
-        **faults,
+    """`replica_behind_proxy`, then run `drive(ctx, server, url)`."""
+    server, url = replica_behind_proxy(
+        ctx, replica=replica, session_prefix=session_prefix, **faults
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
     ctx.run_async(drive, ctx, server, url)

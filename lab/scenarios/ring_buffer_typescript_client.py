@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.faults.launch import MCP_PATH, start_replica
 from lab.framework import LabContext, LabError, Scenario
+from lab.scenarios._dropped_call import replica_behind_proxy
 from lab.ts import run_ts_client
 
 RETRY_MS = 300
@@ -35,16 +35,14 @@ STEPS = 8
 
 
 def run(ctx: LabContext) -> None:
-    server = start_replica(
+    server, url = replica_behind_proxy(
         ctx,
         replica="ring-buffer",
-        store=ctx.out_dir / "sessions.sqlite3",
         session_prefix="ring",
         buffer_size=4,
         retry_ms=RETRY_MS,
         close_after=1,
     )
-    url = ctx.start_proxy(server.root, replica_header="X-Served-By") + MCP_PATH
     notes = run_ts_client(
         ctx,
         url,

@@ -45,7 +45,7 @@ def test_server_closes_the_tool_stream_with_retry_after_progress_1(run: LabRun) 
 
 def test_client_resumes_after_retry_and_gets_the_rest_replayed(run: LabRun) -> None:
     (call,) = run.calls("slow_report")
-    resumes = [f for f in run.flows if f.method == "GET" and f.request_header("last-event-id")]
+    resumes = [f for f in run.resumes if f.method == "GET"]
     assert len(resumes) == 1
     resume = resumes[0]
     assert resume.request_header("last-event-id") == run.notes["resume_cursor"]

@@ -48,7 +48,7 @@ def test_the_transport_resumes_after_retry_and_gets_the_rest_replayed(run: LabRu
     assert [m["params"]["progress"] for m in call.messages] == [1]  # then the server closed
     assert call.end is not None and call.end["how"] in ("complete", "server_closed")
     (replay,) = run.notes["replays"]
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     assert resume.method == "GET" and resume.status == 200
     assert resume.request_header("last-event-id") == events[-1].id == replay["cursor"]
     waited_ms = (resume.request_ts - int(call.end["ts_ns"])) / 1e6

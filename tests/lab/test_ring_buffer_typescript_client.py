@@ -27,7 +27,7 @@ def test_the_transport_resumes_and_gets_only_the_surviving_tail(run: LabRun) -> 
     (call,) = run.calls("slow_report")
     assert call.body is not None and call.body["id"] == 2
     assert [m["params"]["progress"] for m in call.messages] == [1]  # then the server ended it
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     assert resume.method == "GET" and resume.status == 200
     assert resume.request_header("last-event-id") == call.events[-1].id
     assert call.end is not None
@@ -47,7 +47,7 @@ def test_causal_gap_cites_the_cursor_and_the_first_replayed_event(
     (finding,) = report["findings"]
     assert (finding["detector"], finding["severity"]) == ("causal-gap", "high")
     (call,) = run.calls("slow_report")
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     first_replayed = next(e.id for e in resume.events if e.data)
     assert finding["event_ids"] == [call.events[-1].id, first_replayed]
     assert finding["request_ids"] == ["2"]

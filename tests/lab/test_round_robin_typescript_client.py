@@ -27,7 +27,7 @@ def test_the_resume_lands_on_the_other_replica_and_gets_a_fresh_stream(run: LabR
     first, _ = run.calls("create_ticket")
     assert first.response_header("x-served-by") == "replica-a"
     assert [m["params"]["progress"] for m in first.messages] == [1]  # then a ended it
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     assert resume.request_header("last-event-id") == first.events[-1].id
     assert resume.response_header("x-served-by") == "replica-b"
     (message,) = resume.messages
@@ -47,7 +47,7 @@ def test_the_resume_lands_on_the_other_replica_and_gets_a_fresh_stream(run: LabR
 
 def test_the_sdk_cancels_on_timeout_and_the_application_reissues(run: LabRun) -> None:
     first, again = run.calls("create_ticket")
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     (cancel,) = [f for f in run.flows if f.rpc_method == "notifications/cancelled"]
     assert cancel.body is not None and cancel.body["params"]["requestId"] == 2
     assert first.request_ts < resume.request_ts < cancel.request_ts < again.request_ts
@@ -67,7 +67,7 @@ def test_findings_name_the_reused_ids_the_replica_change_and_the_repeat(
     by_detector = {f["detector"]: f for f in report["findings"]}
     assert by_detector["repeated-tool-call"]["severity"] == "high"  # the first was lost
     assert by_detector["repeated-tool-call"]["request_ids"] == ["2", "3"]
-    (resume,) = [f for f in run.flows if f.request_header("last-event-id")]
+    (resume,) = run.resumes
     assert by_detector["cross-replica-resume"]["event_ids"] == [
         resume.request_header("last-event-id")
     ]

@@ -143,6 +143,11 @@ class LabRun:
     def calls(self, tool: str) -> list[Flow]:
         return [flow for flow in self.flows if flow.tool == tool]
 
+    @property
+    def resumes(self) -> list[Flow]:
+        """The exchanges whose request carried `Last-Event-ID`, in request order."""
+        return [flow for flow in self.flows if flow.request_header("last-event-id")]
+
 
 def run_lab(name: str, out: Path) -> LabRun:
     """Run scenario `name` into `out` through the proxy and load what it left."""
