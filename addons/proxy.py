@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 CAPTURE_ADDON = Path(__file__).resolve().parent / "seamwatch_capture.py"
 # `seamwatch proxy` exits with this when the capture is incomplete (its worker died): like
@@ -40,7 +41,8 @@ def mitmdump_args(
     client_header: str | None = None,
     redact: bool = True,
 ) -> list[str]:
-    """The mitmdump command line that `seamwatch proxy` runs."""
+    """The mitmdump options that `seamwatch proxy` runs with; `run` adds the capture addon
+    itself. Plain mitmdump wants `-s CAPTURE_ADDON` before them."""
     args = [
         "--mode",
         f"reverse:{upstream}",
@@ -48,8 +50,6 @@ def mitmdump_args(
         listen_host,
         "--listen-port",
         str(listen_port),
-        "-s",
-        str(CAPTURE_ADDON),
         "--set",
         f"seamwatch_dir={out}",
         "--set",
@@ -74,9 +74,23 @@ def mitmdump_args(
 
 
 def run(args: list[str]) -> int:
-    """Run mitmdump in this process until SIGINT or SIGTERM; 0, or 1 if the capture is
-    incomplete."""
-    from mitmproxy.tools.main import mitmdump
+    """Run mitmdump with the capture addon in this process until SIGINT or SIGTERM; 0, or 1 if
+    the capture is incomplete."""
+    from mitmproxy.tools import cmdline
+    from mitmproxy.tools.dump import DumpMaster
+    from mitmproxy.tools.main import run as run_mitmproxy
+
+    from addons.seamwatch_capture import SeamwatchCapture
+
+    class CaptureMaster(DumpMaster):
+        """mitmdump with the capture addon added before the options are read: it opens the
+        capture while the command line is applied, before the proxy listens. (`-s` loads a
+        script after the proxy listens: the first requests would pass unrecorded, and a capture
+        that failed to open would end the proxy after it had served them.)"""
+
+        def __init__(self, options: Any) -> None:
+            super().__init__(options)
+            self.addons.add(SeamwatchCapture())
 
     # The capture's own messages go to stderr as seamwatch's, not to mitmproxy's log on stdout.
     capture_log = logging.getLogger("analyzer.capture")
@@ -84,7 +98,7 @@ def run(args: list[str]) -> int:
     capture_log.addHandler(trouble)
     propagate, capture_log.propagate = capture_log.propagate, False
     try:
-        mitmdump(args)
+        run_mitmproxy(CaptureMaster, cmdline.mitmdump, args)
     finally:
         capture_log.removeHandler(trouble)
         capture_log.propagate = propagate

@@ -211,7 +211,7 @@ def start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
 
 
 def plain_args(*, upstream: str, port: int, script: Path) -> list[str]:
-    """`seamwatch proxy`'s mitmdump options with the capture addon swapped for `script`.
+    """`seamwatch proxy`'s mitmdump options, with `script` loaded where the capture addon was.
 
     Like for like: the plain run shares every mitmproxy option of the seamwatch run
     (mode, connection strategy, flow_detail, log level); only the addon differs.
@@ -219,15 +219,12 @@ def plain_args(*, upstream: str, port: int, script: Path) -> list[str]:
     args = mitmdump_args(
         upstream=upstream, listen_host="127.0.0.1", listen_port=port, out=Path("unused")
     )
-    plain: list[str] = []
+    plain = ["-s", str(script)]
     it = iter(args)
     for arg in it:
         value = next(it)
-        if arg == "-s" and value == str(CAPTURE_ADDON):
-            value = str(script)
-        elif arg == "--set" and value.startswith("seamwatch_"):
-            continue
-        plain += [arg, value]
+        if not (arg == "--set" and value.startswith("seamwatch_")):
+            plain += [arg, value]
     return plain
 
 
@@ -263,6 +260,8 @@ def main() -> None:
     seamwatch = start(
         [
             *mitmdump,
+            "-s",
+            str(CAPTURE_ADDON),
             *mitmdump_args(
                 upstream=upstream, listen_host="127.0.0.1", listen_port=sw_port, out=capture
             ),

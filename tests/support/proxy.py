@@ -75,11 +75,11 @@ def run_mitmdump(
 ) -> Iterator[Proxy]:
     """mitmdump with the capture addon as `seamwatch proxy` runs it, plus more addon `scripts`
     (loaded after it), in front of `upstream`; stopped by its pid at exit."""
-    from addons.proxy import mitmdump_args
+    from addons.proxy import CAPTURE_ADDON, mitmdump_args
 
     port = free_port()
     argv = mitmdump_args(upstream=upstream, listen_host="127.0.0.1", listen_port=port, out=out)
-    for script in scripts:
+    for script in (CAPTURE_ADDON, *scripts):
         argv += ["-s", str(script)]
     cmd = [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()", *argv]
     with _running(cmd, port, out, env) as proxy:
@@ -99,7 +99,8 @@ def _running(cmd: list[str], port: int, out: Path, env: dict[str, str] | None) -
     proxy = Proxy(proc, port, out)
     try:
         wait_port(port, proc)
-        # mitmdump listens before its scripts have loaded: wait for the capture to open.
+        # mitmdump listens before its `-s` scripts have loaded: wait for the capture to open
+        # (`seamwatch proxy` opens it before it listens).
         deadline = time.monotonic() + 20
         while not list(out.glob("capture-*")) and time.monotonic() < deadline:
             time.sleep(0.05)
