@@ -13,6 +13,10 @@ Must not flag: requests the client cancelled (`notifications/cancelled`; in 2026
 or breaking the request's stream is its cancellation, so only a stream the server completed
 without the response counts), `subscriptions/listen` (answered only when the client ends it),
 requests the server refused (non-2xx: the client knows), server-to-client requests.
+A cancellation sent only after the server had ended the request's stream without the response
+and without an event id to resume from does not count: nothing could bring the response any
+more, and both official SDKs' clients send one when such a request times out (the loss came
+first, the client gave up on it).
 What to change: keep a session-scoped authoritative event log that outlives connections and
 replicas so a resume can replay the response, route resumes to the replica holding the stream,
 and never complete a request's stream without its response.
@@ -44,6 +48,16 @@ _UNSEEN: Final = (
 ).alias("unseen")
 
 
+# Cancelled only after the server had ended the request's stream, response-less and with no
+# event id to resume from: the client gave up on a response that could no longer come.
+_GAVE_UP: Final = (
+    (pl.col("incarnations") == 1)
+    & pl.col("no_cursor").fill_null(False)
+    & pl.col("last_end_how").is_in(["complete", "server_closed"])
+    & (pl.col("cancel_ts") > pl.col("end_ts"))
+).fill_null(False)
+
+
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per accepted client request that no response ever answered."""
     # Requests, answers and cancellations only: the rows `build_timeline` collected once.
@@ -53,9 +67,18 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     answers = msgs.filter(pl.col("answers").is_not_null()).select(
         "session_id", "rpc_id", pl.col("answers").alias("carrier"), pl.col("ts").alias("a_ts")
     )
-    cancels = msgs.filter(
-        (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
-    ).select("session_id", pl.col("cancel_id").alias("rpc_id"))
+    # The client's first cancellation of each request, and when.
+    cancels = (
+        msgs.filter(
+            (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
+        )
+        .group_by("session_id", pl.col("cancel_id").alias("rpc_id"))
+        .agg(pl.col("ts").min().alias("cancel_ts"))
+    )
+    # Streams that carried no event id (never resumed, so one incarnation): nothing to resume.
+    no_cursor = timeline.incarnations.filter(
+        (pl.col("incarnation") == 0) & pl.col("last_cursor").is_null()
+    ).select(pl.col("stream_id").alias("carrier"), pl.lit(True).alias("no_cursor"))
     open_gets = (
         timeline.streams.filter(
             (pl.col("kind") == "get")
@@ -79,18 +102,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # The unanswered requests first (a few): only those meet their exchange and stream.
     requests = (
         sent.join(answered, on=["flow_id", "rpc_id"], how="anti")
-        .join(cancels, on=["session_id", "rpc_id"], how="anti")
         .join(ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id")
         .filter(pl.col("status").is_between(200, 299).fill_null(False))
         .join(
             timeline.streams.select(
-                pl.col("stream_id").alias("carrier"), "incarnations", pl.col("last_end_how")
+                pl.col("stream_id").alias("carrier"), "incarnations", "last_end_how", "end_ts"
             ),
             on="carrier",
             how="left",
         )
         .with_columns(pl.coalesce("last_end_how", "end_how").alias("how"))
         .filter(~SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
+        .join(cancels, on=["session_id", "rpc_id"], how="left")
+        .join(no_cursor, on="carrier", how="left")
+        .filter(pl.col("cancel_ts").is_null() | _GAVE_UP)
     )
     lost = requests.join(open_gets, on="session_id", how="left").with_columns(
         pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
@@ -123,7 +148,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.format(
             "Session {}: the client's request {}{} (flow {}, replica {}) was accepted, but no "
             "response to it reached the client by the end of its incarnation chain or its "
-            "session ({}), and the client never cancelled it.{} What to change: keep a "
+            "session ({}), and {}.{} What to change: keep a "
             "session-scoped authoritative event log that outlives connections and replicas so "
             "a resume replays the response, route resumes to the replica holding the "
             "stream (sticky routing on Mcp-Session-Id), and never end a request's stream "
@@ -136,6 +161,16 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             "flow_id",
             pl.col("replica").fill_null("unknown"),
             where,
+            pl.when(pl.col("cancel_ts").is_null())
+            .then(pl.lit("the client never cancelled it"))
+            .otherwise(
+                pl.format(
+                    "the client cancelled it only {} ms after the server had ended its stream "
+                    "without the response and without an event id to resume from (it gave up "
+                    "on a response that could no longer come)",
+                    (pl.col("cancel_ts") - pl.col("end_ts")).dt.total_milliseconds(),
+                )
+            ),
             "note",
         ).alias("detail"),
         pl.concat_list("flow_id").alias("flow_ids"),

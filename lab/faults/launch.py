@@ -73,6 +73,7 @@ def start_replica(
     answer_twice: bool = False,
     drop_response: bool = False,
     fresh_resumes: bool = False,
+    no_event_ids: bool = False,
 ) -> FaultReplica:
     """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
     port = ctx.free_port()
@@ -103,6 +104,8 @@ def start_replica(
         argv.append("--drop-response")
     if fresh_resumes:
         argv.append("--fresh-resumes")
+    if no_event_ids:
+        argv.append("--no-event-ids")
     ctx.start_process(argv, name=replica, port=port)
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 

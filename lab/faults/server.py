@@ -40,6 +40,8 @@ What it does wrong, on purpose (DESIGN.md §7):
   as finished (a resume's replay ends), but no response is ever issued.
 - `--fresh-resumes`: every resume is answered 200 with a fresh standalone stream (a priming event
   and a `notifications/message`), whatever the buffer holds: nothing is ever replayed.
+- `--no-event-ids`: events go out without an `id:` and streams without a priming event, as from
+  a server with no event store: a stream ended early (`--close-after`) cannot be resumed.
 
 Every response carries `X-Served-By: <replica>`. Control endpoints for the scenarios, called
 directly (never through the proxy, so they are not captured): `GET /lab/state`,
@@ -136,7 +138,9 @@ class Event:
     def id(self) -> str:
         return f"e{self.n}"
 
-    def frame(self) -> bytes:
+    def frame(self, with_id: bool = True) -> bytes:
+        if not with_id:
+            return f"event: message\ndata: {self.data}\n\n".encode()
         if not self.data:
             # 2025-11-25 priming event: an id and empty data, so the client holds a cursor.
             retry = "" if self.retry is None else f"retry: {self.retry}\n"
@@ -241,6 +245,7 @@ class Faults:
     answer_twice: bool = False
     drop_response: bool = False
     fresh_resumes: bool = False
+    no_event_ids: bool = False
 
 
 class SseResponse:
@@ -271,10 +276,9 @@ class SseResponse:
                 event = next_event.result()
                 if event is None:
                     break
+                body = event.frame(with_id=not self.server.faults.no_event_ids)
                 try:
-                    await send(
-                        {"type": "http.response.body", "body": event.frame(), "more_body": True}
-                    )
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                 except OSError:
                     client_left = True
                     break
@@ -315,8 +319,9 @@ class FaultServer:
         stream = Stream(f"{self.faults.replica}/s{next(self.stream_ids)}", session)
         self.streams[stream.id] = stream
         outbox = stream.attach()
-        priming = self.buffer(session).issue(stream.id, "", self.faults.retry_ms)
-        outbox.put_nowait(priming)
+        if not self.faults.no_event_ids:
+            priming = self.buffer(session).issue(stream.id, "", self.faults.retry_ms)
+            outbox.put_nowait(priming)
         return stream, outbox
 
     def publish(self, stream: Stream, message: Json, *, final: bool = False) -> Event:
@@ -703,6 +708,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="every resume is answered with a fresh standalone stream, nothing replayed",
     )
+    parser.add_argument(
+        "--no-event-ids",
+        action="store_true",
+        help="events carry no id and streams no priming event: nothing can be resumed",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     faults = Faults(
@@ -718,6 +728,7 @@ def main(argv: list[str] | None = None) -> None:
         answer_twice=args.answer_twice,
         drop_response=args.drop_response,
         fresh_resumes=args.fresh_resumes,
+        no_event_ids=args.no_event_ids,
     )
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
     uvicorn.run(

@@ -15,6 +15,7 @@ from lab.scenarios import (
     clean_stateless_shared_host,
     clean_typescript,
     clean_typescript_client,
+    cut_stream_typescript_client,
     dropped_response,
     early_resume,
     fresh_resume,
@@ -63,6 +64,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     resume_loop.SCENARIO,
     answered_twice.SCENARIO,
     dropped_response.SCENARIO,
+    cut_stream_typescript_client.SCENARIO,
     fresh_resume.SCENARIO,
     lenient_headers.SCENARIO,
 )

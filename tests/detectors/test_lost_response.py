@@ -75,8 +75,51 @@ def torn_tail(c: Capture) -> None:
 def cancelled(c: Capture) -> None:
     initialized(c)
     call(c, 4, [event(id="e1", data="")])
-    f = c.request(body=req("notifications/cancelled", requestId=4, reason="user"), headers=S1)
+    cancel(c, 4, reason="user")
+
+
+def cancel(c: Capture, rid: int, reason: str = "Request timed out") -> None:
+    f = c.request(body=req("notifications/cancelled", requestId=rid, reason=reason), headers=S1)
     c.response(f, 202)
+
+
+def gave_up_after_unresumable_end(c: Capture) -> None:
+    """The server ended the stream after progress 1, no result and no event id to resume from;
+    the client's timeout then cancelled the request (both official SDKs do): a loss, not a
+    cancellation of work under way."""
+    initialized(c)
+    call(c, 4, [event(progress(1))], how="complete")
+    cancel(c, 4)
+
+
+def gave_up_after_server_close(c: Capture) -> None:
+    initialized(c)
+    call(c, 6, [event(progress(1))], how="server_closed")
+    cancel(c, 6)
+
+
+def cancelled_before_the_server_ended_it(c: Capture) -> None:
+    """Clean: the client called off a slow request; the server then stopped and ended the stream."""
+    initialized(c)
+    f = call(c, 4, [event(progress(1))], how=None)
+    cancel(c, 4, reason="user")
+    c.end(f, "complete")
+
+
+def cancelled_after_a_resumable_end(c: Capture) -> None:
+    """Clean: the server closed the stream with an event id (polling); the client, not yet
+    back, gave up on the slow request: its cancellation, the response could still have come."""
+    initialized(c)
+    call(c, 4, [event(id="e1", data=""), "retry: 5000", event(progress(1), id="e2")],
+         how="server_closed")  # fmt: skip
+    cancel(c, 4)
+
+
+def cancelled_after_closing_it_itself(c: Capture) -> None:
+    """Clean: the client closed the stream itself and cancelled: its own choice."""
+    initialized(c)
+    call(c, 4, [event(progress(1))], how="client_closed")
+    cancel(c, 4, reason="user")
 
 
 def sessionless_client_closed(c: Capture) -> None:
@@ -175,7 +218,12 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str]]]]] = [
     (capped_stream, [("info", ["11"])]),
     (reused_id_answered_before_it, [("high", ["4"])]),
     (sessionless_ids_reused_by_short_lived_clients, [("high", ["3"])]),
+    (gave_up_after_unresumable_end, [("high", ["4"])]),
+    (gave_up_after_server_close, [("high", ["6"])]),
     (cancelled, []),
+    (cancelled_before_the_server_ended_it, []),
+    (cancelled_after_a_resumable_end, []),
+    (cancelled_after_closing_it_itself, []),
     (sessionless_client_closed, []),
     (listen, []),
     (refused, []),
@@ -201,3 +249,12 @@ def test_evidence_and_detail() -> None:
     assert row["flow_ids"] == ["f2"] and row["stream_ids"] == ["f2"]
     assert row["title"] == "No response to tools/call 7"
     assert "2 incarnation(s)" in row["detail"] and "event log" in row["detail"]
+    assert "never cancelled it" in row["detail"]
+
+
+def test_detail_of_a_request_given_up_on() -> None:
+    c = Capture()
+    gave_up_after_unresumable_end(c)
+    row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
+    assert "cancelled it only" in row["detail"] and "no event id" not in row["detail"]
+    assert "without an event id to resume from" in row["detail"]
