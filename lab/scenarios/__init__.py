@@ -15,6 +15,7 @@ from lab.scenarios import (
     clean_stateless_shared_host,
     clean_typescript,
     clean_typescript_client,
+    clean_typescript_pair,
     cut_stream_typescript_client,
     dropped_response,
     early_resume,
@@ -51,6 +52,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
     clean_typescript_client.SCENARIO,
+    clean_typescript_pair.SCENARIO,
     clean_era_fallback.SCENARIO,
     round_robin_replicas.SCENARIO,
     round_robin_typescript_client.SCENARIO,

@@ -92,6 +92,7 @@ def start_ts_server(
     *,
     name: str = "ts-server",
     pause_after: int | None = None,
+    close_after: int | None = None,
     retry_ms: int | None = None,
 ) -> TsServer:
     """Start `node server.mjs` on a free port; LabError if Node or the SDK install is missing."""
@@ -99,6 +100,8 @@ def start_ts_server(
     argv = [_node(), str(TS_DIR / "server.mjs"), "--port", str(port)]
     if pause_after is not None:
         argv += ["--pause-after", str(pause_after)]
+    if close_after is not None:
+        argv += ["--close-after", str(close_after)]
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
     ctx.start_process(argv, name=name, port=port)

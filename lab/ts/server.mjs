@@ -10,11 +10,13 @@
 //
 // Lab additions, outside MCP: `--pause-after K` makes the first streamed tool call wait after
 // K progress notifications until the client's connection for it has closed (so a scenario can
-// drop the stream at an exact point); `GET /lab/state` and `POST /lab/settle` (waits until every
-// tool call's response has been sent, or stored for replay) for the scenario, called directly
-// rather than through the proxy.
+// drop the stream at an exact point); `--close-after K` makes the first streamed tool call close
+// its own POST stream after K progress notifications with the SDK's `closeSSEStream` (SEP-1699:
+// the client resumes after `retry`) and run on; `GET /lab/state` and `POST /lab/settle` (waits
+// until every tool call's response has been sent, or stored for replay) for the scenario,
+// called directly rather than through the proxy.
 //
-//   node lab/ts/server.mjs --port 8001 [--pause-after 3] [--retry-ms 500]
+//   node lab/ts/server.mjs --port 8001 [--pause-after 3 | --close-after 1] [--retry-ms 500]
 
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -38,14 +40,18 @@ const { values: options } = parseArgs({
   options: {
     port: { type: 'string' },
     'pause-after': { type: 'string' },
+    'close-after': { type: 'string' },
     'retry-ms': { type: 'string' },
   },
 });
 if (!options.port) {
-  console.error('usage: node server.mjs --port N [--pause-after K] [--retry-ms MS]');
+  console.error(
+    'usage: node server.mjs --port N [--pause-after K | --close-after K] [--retry-ms MS]',
+  );
   process.exit(2);
 }
 const pauseAfter = options['pause-after'] ? Number(options['pause-after']) : undefined;
+const closeAfter = options['close-after'] ? Number(options['close-after']) : undefined;
 const retryInterval = options['retry-ms'] ? Number(options['retry-ms']) : undefined;
 
 const transports = new Map(); // Mcp-Session-Id -> transport
@@ -63,11 +69,17 @@ async function streamProgress(steps, extra) {
   if (token === undefined) return;
   lab.streamedCalls += 1;
   const pause = lab.streamedCalls === 1 ? pauseAfter : undefined;
+  const close = lab.streamedCalls === 1 ? closeAfter : undefined;
   for (let step = 1; step <= steps; step += 1) {
     await extra.sendNotification({
       method: 'notifications/progress',
       params: { progressToken: token, progress: step, total: steps },
     });
+    if (step === close) {
+      if (extra.closeSSEStream === undefined) throw new Error('the SDK offers no closeSSEStream');
+      log(`request ${extra.requestId}: stream closed by the server after step ${step}`);
+      extra.closeSSEStream();
+    }
     if (step === pause) {
       log(`paused after step ${step} of request ${extra.requestId}`);
       lab.paused.push(extra.requestId);

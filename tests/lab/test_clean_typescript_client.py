@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.timeline import load_timeline
-from lab.framework import Expected
 from lab.ts import ensure_installed
-from lab.verdict import judge
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
-from tests.support.lab_findings import analyze_report
+from tests.support.lab_capture import (
+    LabRun,
+    assert_tool_stream_resumed_after_retry,
+    assert_well_formed,
+    requires_proxy,
+    run_lab,
+)
+from tests.support.lab_findings import assert_clean_and_resumed_in_place
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
 
@@ -42,44 +45,14 @@ def test_capture_is_well_formed_and_the_client_is_the_typescript_one(run: LabRun
 
 
 def test_the_transport_resumes_after_retry_and_gets_the_rest_replayed(run: LabRun) -> None:
-    (call,) = run.calls("slow_report")
-    events = call.events
-    assert events[0].data == "" and events[0].id and events[0].retry == run.notes["retry_ms"]
-    assert [m["params"]["progress"] for m in call.messages] == [1]  # then the server closed
-    assert call.end is not None and call.end["how"] in ("complete", "server_closed")
-    (replay,) = run.notes["replays"]
-    (resume,) = run.resumes
-    assert resume.method == "GET" and resume.status == 200
-    assert resume.request_header("last-event-id") == events[-1].id == replay["cursor"]
-    waited_ms = (resume.request_ts - int(call.end["ts_ns"])) / 1e6
-    assert waited_ms >= run.notes["retry_ms"] * 0.9
+    call, resume = assert_tool_stream_resumed_after_retry(run)
+    (replay,) = run.notes["replays"]  # what the server says it replayed
+    assert resume.request_header("last-event-id") == call.events[-1].id == replay["cursor"]
     assert [e.id for e in resume.events if e.data] == replay["replayed"]
-    messages = resume.messages
-    assert [m["params"]["progress"] for m in messages if "method" in m] == [2, 3]
-    assert call.body is not None
-    assert messages[-1]["id"] == call.body["id"] and "result" in messages[-1]
-    assert run.notes["progress_seen"] == [1, 2, 3]
 
 
 def test_no_finding_and_the_resume_is_an_incarnation_of_the_tool_stream(
     run: LabRun, tmp_path: Path
 ) -> None:
-    report = analyze_report(run, tmp_path / "report.json")
-    assert report["findings"] == []
-    assert judge(Expected.from_json(run.expected), report["findings"]).ok
-    timeline = load_timeline([run.directory / "capture"], cache=False)
-    resumes = timeline.resumptions.select(
-        "status", "stream_id", "answer_stream_id", "answer_incarnation", "events_after"
-    ).collect()
     (call,) = run.calls("slow_report")
-    streams = timeline.exchanges.select("flow_id", "stream_id").collect()
-    (tool_stream,) = streams.filter(streams["flow_id"] == call.id)["stream_id"]
-    assert resumes.to_dicts() == [
-        {
-            "status": "resolved",
-            "stream_id": tool_stream,
-            "answer_stream_id": tool_stream,
-            "answer_incarnation": 1,
-            "events_after": 0,  # the cursor was the last event the client got
-        }
-    ]
+    assert_clean_and_resumed_in_place(run, tmp_path / "report.json", call.id)

@@ -177,3 +177,25 @@ def assert_well_formed(run: LabRun) -> None:
     assert last.get("dropped", 0) == 0
     for flow in run.flows:
         assert flow.response is not None, f"{flow.method} {flow.request['path']} got no response"
+
+
+def assert_tool_stream_resumed_after_retry(run: LabRun) -> tuple[Flow, Flow]:
+    """The run's one `slow_report` call (3 steps): a priming event with the run's `retry_ms`,
+    progress 1, then the server ended the stream; one resume from the last event, sent at least
+    the retry later (10% tolerance), replayed progress 2, 3 and the result. Returns both flows."""
+    (call,) = run.calls("slow_report")
+    events = call.events
+    assert events[0].data == "" and events[0].id and events[0].retry == run.notes["retry_ms"]
+    assert [m["params"]["progress"] for m in call.messages] == [1]  # then the server closed
+    assert call.end is not None and call.end["how"] in ("complete", "server_closed")
+    (resume,) = run.resumes
+    assert resume.method == "GET" and resume.status == 200
+    assert resume.request_header("last-event-id") == events[-1].id
+    waited_ms = (resume.request_ts - int(call.end["ts_ns"])) / 1e6
+    assert waited_ms >= run.notes["retry_ms"] * 0.9
+    messages = resume.messages
+    assert [m["params"]["progress"] for m in messages if "method" in m] == [2, 3]
+    assert call.body is not None
+    assert messages[-1]["id"] == call.body["id"] and "result" in messages[-1]
+    assert run.notes["progress_seen"] == [1, 2, 3]
+    return call, resume

@@ -9,6 +9,7 @@ from typing import Any
 
 from analyzer.cli import main as seamwatch
 from analyzer.detectors import DETECTORS
+from analyzer.timeline import load_timeline
 from lab.framework import Expected
 from lab.verdict import Verdict, judge
 from tests.support.lab_capture import LabRun
@@ -38,3 +39,28 @@ def verdict_of(run: LabRun, findings: list[dict[str, Any]]) -> Verdict:
 def of(findings: list[dict[str, Any]], detector: str) -> list[dict[str, Any]]:
     """The findings of one detector."""
     return [f for f in findings if f["detector"] == detector]
+
+
+def resumes_of(run: LabRun) -> list[dict[str, Any]]:
+    """Each resume of the run's capture as the timeline resolved it: status, the stream its
+    cursor names, the stream and incarnation its answer became, events owed after the cursor."""
+    timeline = load_timeline([run.directory / "capture"], cache=False)
+    columns = ("status", "stream_id", "answer_stream_id", "answer_incarnation", "events_after")
+    return timeline.resumptions.select(columns).collect().to_dicts()
+
+
+def assert_clean_and_resumed_in_place(run: LabRun, report: Path, stream: str) -> None:
+    """No finding at all, and the run's one resume became incarnation 1 of `stream` (the
+    opening flow's id, DESIGN.md §2), its cursor the last event the client got."""
+    findings = analyze_run(run, report)
+    assert findings == []
+    assert judge(Expected.from_json(run.expected), findings).ok
+    assert resumes_of(run) == [
+        {
+            "status": "resolved",
+            "stream_id": stream,
+            "answer_stream_id": stream,
+            "answer_incarnation": 1,
+            "events_after": 0,
+        }
+    ]
