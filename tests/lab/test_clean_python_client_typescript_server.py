@@ -1,0 +1,39 @@
+"""clean-python-client-typescript-server: the Python SDK client resumes a TypeScript SDK stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.ts import ensure_installed
+from tests.support.lab_capture import (
+    LabRun,
+    assert_tool_stream_resumed_after_retry,
+    assert_well_formed,
+    requires_proxy,
+    run_lab,
+)
+from tests.support.lab_findings import assert_clean_and_resumed_in_place
+
+pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
+    return run_lab("clean-python-client-typescript-server", tmp_path_factory.mktemp("lab"))
+
+
+def test_the_python_client_resumes_after_retry_and_gets_the_rest_replayed(run: LabRun) -> None:
+    assert_well_formed(run)
+    agents = {f.request_header("user-agent") or "" for f in run.flows}
+    assert [a.split("/")[0] for a in agents] == ["python-httpx2"]  # the Python SDK's HTTP client
+    assert_tool_stream_resumed_after_retry(run)
+
+
+def test_no_finding_and_the_resume_is_an_incarnation_of_the_tool_stream(
+    run: LabRun, tmp_path: Path
+) -> None:
+    (call,) = run.calls("slow_report")
+    assert_clean_and_resumed_in_place(run, tmp_path / "report.json", call.id)
