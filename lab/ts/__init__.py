@@ -94,6 +94,7 @@ def start_ts_server(
     pause_after: int | None = None,
     close_after: int | None = None,
     retry_ms: int | None = None,
+    stateless: bool = False,
 ) -> TsServer:
     """Start `node server.mjs` on a free port; LabError if Node or the SDK install is missing."""
     port = ctx.free_port()
@@ -104,6 +105,8 @@ def start_ts_server(
         argv += ["--close-after", str(close_after)]
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
+    if stateless:
+        argv.append("--stateless")
     ctx.start_process(argv, name=name, port=port)
     return TsServer(f"http://127.0.0.1:{port}")
 

@@ -12,11 +12,13 @@
 // K progress notifications until the client's connection for it has closed (so a scenario can
 // drop the stream at an exact point); `--close-after K` makes the first streamed tool call close
 // its own POST stream after K progress notifications with the SDK's `closeSSEStream` (SEP-1699:
-// the client resumes after `retry`) and run on; `GET /lab/state` and `POST /lab/settle` (waits
-// until every tool call's response has been sent, or stored for replay) for the scenario,
-// called directly rather than through the proxy.
+// the client resumes after `retry`) and run on; `--stateless` runs the SDK's stateless setup
+// instead (a transport and server per POST: no session, no event store, no standalone GET);
+// `GET /lab/state` and `POST /lab/settle` (waits until every tool call's response has been
+// sent, or stored for replay) for the scenario, called directly rather than through the proxy.
 //
 //   node lab/ts/server.mjs --port 8001 [--pause-after 3 | --close-after 1] [--retry-ms 500]
+//                          [--stateless]
 
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -42,11 +44,13 @@ const { values: options } = parseArgs({
     'pause-after': { type: 'string' },
     'close-after': { type: 'string' },
     'retry-ms': { type: 'string' },
+    stateless: { type: 'boolean', default: false },
   },
 });
 if (!options.port) {
   console.error(
-    'usage: node server.mjs --port N [--pause-after K | --close-after K] [--retry-ms MS]',
+    'usage: node server.mjs --port N [--pause-after K | --close-after K] [--retry-ms MS] ' +
+      '[--stateless]',
   );
   process.exit(2);
 }
@@ -157,6 +161,23 @@ async function settle(res) {
   sendJson(res, 200, { settled: true, ...lab });
 }
 
+// `--stateless`: the SDK's stateless setup, a transport and server per POST (no Mcp-Session-Id,
+// no event store, no standalone GET stream).
+async function handleStateless(req, res, body) {
+  if (req.method !== 'POST') {
+    rpcError(res, 405, -32000, 'Method not allowed: this server is stateless');
+    return;
+  }
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  const server = buildServer();
+  res.on('close', () => {
+    transport.close();
+    server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+}
+
 async function handleMcp(req, res) {
   let body;
   if (req.method === 'POST') {
@@ -166,6 +187,10 @@ async function handleMcp(req, res) {
       rpcError(res, 400, -32700, `Parse error: ${error}`);
       return;
     }
+  }
+  if (options.stateless) {
+    await handleStateless(req, res, body);
+    return;
   }
   const sessionId = req.headers['mcp-session-id'];
   let transport = sessionId === undefined ? undefined : transports.get(sessionId);

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
 import pytest
 
-from analyzer.timeline import load_timeline
-from lab.framework import Expected
-from lab.verdict import judge
 from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
-from tests.support.lab_findings import analyze_report
+from tests.support.lab_findings import assert_clean_in_one_anon_session
 
 pytestmark = [requires_proxy, pytest.mark.timeout(60)]
 
@@ -58,17 +54,4 @@ def test_progress_streams_on_the_call_without_cursors(run: LabRun) -> None:
 def test_no_finding_and_one_anon_session_keyed_by_its_initialize(
     run: LabRun, tmp_path: Path
 ) -> None:
-    report = analyze_report(run, tmp_path / "report.json")
-    assert report["findings"] == []
-    assert judge(Expected.from_json(run.expected), report["findings"]).ok
-    init = run.flows[0]
-    client_ip = init.request["client"].rpartition(":")[0]
-    key = f"anon:{client_ip}:{init.id}"  # DESIGN.md §2: a 2025 server without sessions
-    timeline = load_timeline([run.directory / "capture"], cache=False)
-    sessions = timeline.sessions.select("session_id", "kind", "era", "init_flow_id").collect()
-    assert sessions.to_dicts() == [
-        {"session_id": key, "kind": "anon", "era": "2025-11-25", "init_flow_id": init.id}
-    ]
-    exchanges = timeline.exchanges.select("flow_id", "session_id").collect()
-    assert exchanges.filter(pl.col("session_id") != key).is_empty()
-    assert sorted(exchanges["flow_id"]) == sorted(f.id for f in run.flows)
+    assert_clean_in_one_anon_session(run, tmp_path / "report.json")

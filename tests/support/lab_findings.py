@@ -64,3 +64,23 @@ def assert_clean_and_resumed_in_place(run: LabRun, report: Path, stream: str) ->
             "events_after": 0,
         }
     ]
+
+
+def assert_clean_in_one_anon_session(run: LabRun, report: Path) -> None:
+    """No finding at all, and every exchange of the run in one `anon:<client ip>:<initialize
+    flow id>` session keyed by its first flow, the initialize (DESIGN.md §2: a 2025 server
+    without sessions)."""
+    findings = analyze_run(run, report)
+    assert findings == []
+    assert judge(Expected.from_json(run.expected), findings).ok
+    init = run.flows[0]
+    client_ip = init.request["client"].rpartition(":")[0]
+    key = f"anon:{client_ip}:{init.id}"
+    timeline = load_timeline([run.directory / "capture"], cache=False)
+    sessions = timeline.sessions.select("session_id", "kind", "era", "init_flow_id").collect()
+    assert sessions.to_dicts() == [
+        {"session_id": key, "kind": "anon", "era": "2025-11-25", "init_flow_id": init.id}
+    ]
+    exchanges = timeline.exchanges.select("flow_id", "session_id").collect()
+    assert set(exchanges["session_id"]) == {key}
+    assert sorted(exchanges["flow_id"]) == sorted(f.id for f in run.flows)
