@@ -18,6 +18,7 @@ nothing else: every message owed was delivered.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
@@ -29,6 +30,7 @@ from lab.framework import LabContext, LabError, Scenario
 from lab.servers.sdk import SdkServer, start_sdk_behind_proxy
 
 ANNOUNCEMENT = "capture stops in a moment"
+_TRANSPORT_LOG = logging.getLogger("mcp.client.streamable_http")
 
 
 async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
@@ -45,7 +47,7 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         logging_callback=on_log,
         client_info=Implementation(name="seamwatch-lab-open-at-shutdown", version="1"),
     )
-    stopped = False
+    stopped, level = False, _TRANSPORT_LOG.level
     try:
         async with client:
             await client.list_tools()
@@ -59,12 +61,16 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
 
             await wait_until(listening, timeout=5)
             # The session and its GET stream are open: stop the proxy (and then the server).
+            # The client's DELETE at teardown then fails, as it must: not worth its warning.
+            _TRANSPORT_LOG.setLevel(logging.ERROR)
             await anyio.to_thread.run_sync(ctx.stop_all)
             stopped = True
     except Exception as exc:  # the client's teardown against a stopped proxy
         if not stopped:
             raise
         ctx.note("client_teardown", type(exc).__name__)
+    finally:
+        _TRANSPORT_LOG.setLevel(level)
     if received != [ANNOUNCEMENT]:
         raise LabError(f"the announcement did not arrive on the GET stream: {received}")
 
