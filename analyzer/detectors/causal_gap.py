@@ -30,6 +30,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
+from analyzer.timeline.answers import CANCELLATION
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.replays import ISSUED, owned
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
-_CANCEL: Final = (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
 
 
 def _number(name: str) -> pl.Expr:
@@ -220,7 +220,7 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
         left_on=["stream_id", "request_id"],
         right_on=["answers", "rpc_id"],
     ).filter(pl.col("a_ts") >= pl.col("ts"))
-    cancels = tl.rpc_messages.filter(_CANCEL).select(
+    cancels = tl.rpc_messages.filter(CANCELLATION).select(
         "session_id", pl.col("cancel_id").alias("request_id")
     )
     text = pl.format(

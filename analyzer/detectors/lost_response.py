@@ -33,7 +33,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.answers import CARRIER
+from analyzer.timeline.answers import CANCELLATION, CARRIER
 from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
@@ -69,9 +69,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     # The client's first cancellation of each request, and when.
     cancels = (
-        msgs.filter(
-            (pl.col("direction") == "c2s") & (pl.col("method") == "notifications/cancelled")
-        )
+        msgs.filter(CANCELLATION)
         .group_by("session_id", pl.col("cancel_id").alias("rpc_id"))
         .agg(pl.col("ts").min().alias("cancel_ts"))
     )

@@ -29,7 +29,7 @@ from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
-from analyzer.timeline.answers import answered_requests
+from analyzer.timeline.answers import CANCELLATION, answered_requests
 from analyzer.timeline.counters import id_counters
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
@@ -65,10 +65,8 @@ __all__ = [
 RPC_MESSAGE_ROWS: Final = (
     RPC_ROWS
     | ((pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"]))
-    | (
-        (pl.col("direction") == "c2s")
-        & ((pl.col("kind") == "request") | (pl.col("method") == "notifications/cancelled"))
-    )
+    | ((pl.col("direction") == "c2s") & (pl.col("kind") == "request"))
+    | CANCELLATION
 )
 """The MESSAGES rows of `Timeline.rpc_messages`: every request, response, error and
 cancellation (a few in a hundred messages: most are notifications on event streams)."""

@@ -28,7 +28,7 @@ import polars as pl
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.order import latest_before
 
-__all__ = ["ANSWER", "CARRIER", "answered_requests"]
+__all__ = ["ANSWER", "CANCELLATION", "CARRIER", "answered_requests"]
 
 ANSWER: Final = (
     (pl.col("direction") == "s2c")
@@ -38,6 +38,12 @@ ANSWER: Final = (
     & (pl.col("rpc_id") != "null")
 )
 """The message rows that answer a request."""
+
+CANCELLATION: Final = (pl.col("direction") == "c2s") & (
+    pl.col("method") == "notifications/cancelled"
+)
+"""The message rows in which the client calls a request off (`cancel_id` names it): no answer
+is owed to it any more (see lost-response for the one exception)."""
 
 CARRIER: Final = pl.coalesce("stream_id", "flow_id")
 """What carried a message: its logical stream, else its exchange."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.answers import CARRIER
+from analyzer.timeline.answers import CANCELLATION, CARRIER
 
 __all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
 
@@ -168,11 +168,7 @@ def tool_calls(
         )
     )
     cancels = (
-        messages.filter(
-            (pl.col("direction") == "c2s")
-            & (pl.col("method") == "notifications/cancelled")
-            & pl.col("cancel_id").is_not_null()
-        )
+        messages.filter(CANCELLATION & pl.col("cancel_id").is_not_null())
         .select(
             "session_id", pl.col("cancel_id").alias("request_id"), pl.lit(True).alias("cancelled")
         )
