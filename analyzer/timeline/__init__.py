@@ -142,7 +142,7 @@ class _Spill:
             path = self._dir / f"{name}.parquet"
             # The stored file, linked or copied (the staging folder goes at commit); else written.
             if stored_file is None or not stored.link_or_copy(stored_file, path):
-                frame.write_parquet(path, compression="lz4", statistics=False)
+                frame.write_parquet(path, compression=stored.COMPRESSION, statistics=False)
             kept = pl.scan_parquet(path)
         self.kept[name] = kept
         return kept
@@ -155,7 +155,7 @@ class _Spill:
             return self.keep(name, plan, _BIG)
         path = self._dir / f"{name}.parquet"
         try:
-            plan.sink_parquet(path, compression="lz4", statistics=False)
+            plan.sink_parquet(path, compression=stored.COMPRESSION, statistics=False)
         except (OSError, pl.exceptions.PolarsError):  # no room in the folder: held in memory
             path.unlink(missing_ok=True)
             return self.keep(name, plan, _BIG, spill=False)

@@ -43,7 +43,16 @@ import analyzer.ingest
 import analyzer.schema
 from analyzer.cache import CACHE_DIR, digests, file_digest, sweep
 
-__all__ = ["KEEP", "STORED", "StoredFrames", "Writer", "link_or_copy", "read", "target"]
+__all__ = [
+    "COMPRESSION",
+    "KEEP",
+    "STORED",
+    "StoredFrames",
+    "Writer",
+    "link_or_copy",
+    "read",
+    "target",
+]
 
 STORED: Final = (
     "placement",
@@ -63,6 +72,10 @@ STORED: Final = (
 IN_MEMORY: Final = frozenset({"placement"})
 """Frames read into memory whatever their size (every record-level scan joins to them)."""
 KEEP: Final = 3
+COMPRESSION: Final = "uncompressed"
+"""How stored and spilled frames are written: every detector scans them again, and LZ4 saved
+little room on them (mostly ids and hashes; 453 MB against 542 at 10M events) for a twentieth
+of an analysis from the cache spent decoding it (`bench/timeline_bench.py --phase analyze`)."""
 _MANIFEST: Final = "manifest.json"
 _PREFIX: Final = "timeline-"
 
@@ -175,7 +188,7 @@ class Writer:
             return None
         path = self.staging / f"{name}.parquet"
         try:
-            frame.write_parquet(path, compression="lz4", statistics=False)
+            frame.write_parquet(path, compression=COMPRESSION, statistics=False)
         except (OSError, pl.exceptions.PolarsError):
             self.abandon()
             return None
