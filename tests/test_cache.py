@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -181,3 +183,95 @@ def test_an_entry_without_its_list_of_parts_is_not_read(tmp_path: Path) -> None:
     manifest = directory / "manifest.json"
     manifest.write_text(json.dumps({"key": key, "report": {}}), "utf-8")
     assert find_entry(path, key) is None
+
+
+def _settled_parts(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """A folder of two parts last written a minute ago (settled: their digests are kept)."""
+    folder = tmp_path / "entry"
+    folder.mkdir()
+    parts = [folder / "a.parquet", folder / "b.parquet"]
+    for n, part in enumerate(parts):
+        part.write_bytes(bytes([n]) * 4096)
+        then = time.time() - 60
+        os.utime(part, (then, then))
+    return folder, parts
+
+
+def _counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    hashed: list[str] = []
+    real = cache.file_digest
+
+    def counting(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(cache, "file_digest", counting)
+    return hashed
+
+
+def test_digests_hash_a_settled_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, parts = _settled_parts(tmp_path)
+    hashed = _counting_hashes(monkeypatch)
+    first = cache.digests(folder)
+    assert sorted(hashed) == ["a.parquet", "b.parquet"]
+    assert first == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in parts}
+    assert (folder / cache.VERIFIED).stat().st_mode & 0o777 == 0o600
+    hashed.clear()
+    assert cache.digests(folder) == first
+    assert hashed == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p.write_bytes(b"\xff" * 4096),  # damaged in place: same size
+        lambda p: os.utime(p, (time.time() - 30, time.time() - 30)),  # touched
+        lambda p: os.replace(shutil.copy2(p, p.with_suffix(".tmp")), p),  # same mtime
+    ],
+    ids=["written", "touched", "replaced by a copy"],
+)
+def test_digests_hash_again_a_file_changed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[Path], object]
+) -> None:
+    folder, (a, _) = _settled_parts(tmp_path)
+    first = cache.digests(folder)
+    change(a)
+    hashed = _counting_hashes(monkeypatch)
+    again = cache.digests(folder)
+    assert hashed == ["a.parquet"]
+    assert again["a.parquet"] == hashlib.sha256(a.read_bytes()).hexdigest()
+    assert again["b.parquet"] == first["b.parquet"]
+
+
+def test_digests_keep_nothing_of_a_file_just_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written within the clock's grain of a later write, its mtime could not tell them apart.
+    folder, (a, _) = _settled_parts(tmp_path)
+    a.write_bytes(b"new")
+    cache.digests(folder)
+    hashed = _counting_hashes(monkeypatch)
+    cache.digests(folder)
+    assert hashed == ["a.parquet"]
+    assert list(json.loads((folder / cache.VERIFIED).read_text())) == ["b.parquet"]
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"a.parquet": [1, 2]}', '{"a.parquet": "x"}'])
+def test_digests_hash_every_file_when_their_record_is_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    folder, _ = _settled_parts(tmp_path)
+    (folder / cache.VERIFIED).write_text(text)
+    hashed = _counting_hashes(monkeypatch)
+    cache.digests(folder)
+    assert sorted(hashed) == ["a.parquet", "b.parquet"]
+    assert sorted(json.loads((folder / cache.VERIFIED).read_text())) == ["a.parquet", "b.parquet"]
+
+
+def test_digests_when_their_record_cannot_be_written(tmp_path: Path) -> None:
+    folder, parts = _settled_parts(tmp_path)
+    (folder / cache.VERIFIED).mkdir()  # in the way of the record: it is not written
+    expected = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in parts}
+    assert cache.digests(folder) == expected
+    assert cache.digests(folder) == expected
+    assert sorted(p.name for p in folder.iterdir()) == ["a.parquet", "b.parquet", cache.VERIFIED]

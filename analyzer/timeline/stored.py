@@ -8,6 +8,7 @@ set of inputs stores them in the first input's cache entry and a later one reads
 
     <cache entry of the first input>/timeline-<key 16>/
         manifest.json      the key, each frame's rows and SHA-256 (written last: complete)
+        verified.json      the frames hashed before (`analyzer.cache.digests`)
         <frame>.parquet    one per name in `STORED`
 
 The key hashes the inputs' entry folder names (each names its input and its cache key, so a
