@@ -28,16 +28,15 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 from analyzer.timeline.answers import CANCELLATION
 from analyzer.timeline.keys import SESSIONLESS
-from analyzer.timeline.replays import ISSUED, owned
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
+_REPLICA: Final = pl.col("answer_replica").fill_null("unknown").alias("r_replica")
 
 
 def _number(name: str) -> pl.Expr:
@@ -57,23 +56,15 @@ def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) ->
     ]
 
 
-def _carried(tl: Timeline, resumes: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+def _carried(tl: Timeline, events: pl.LazyFrame) -> pl.LazyFrame:
     """Events on the wire after the cursor, before the resume, never delivered again."""
     # "Delivered again" for a resume is: some event of the stream with the same id (or payload)
     # on its incarnation or a later one, or at or after its request. Both thresholds are
     # monotone, so the latest incarnation and time per (stream, id) and (stream, payload) say
     # it: no join of every resume with every event of its stream is kept. Only the ids and
-    # payloads of the events after some cursor are looked up: those are aggregated, not all.
-    candidates = events.filter(ISSUED).select(
-        "stream_id", "ts", "incarnation", "stream_pos", "event_id", "payload_hash"
-    )
-    after = (
-        carried_after_cursor(resumes, candidates, tl.incarnations, ("event_id", "payload_hash"))
-        # Few rows (events between a cursor and its resume), read three times; their strings
-        # copied out of the scanned pages, which they would otherwise keep whole in memory.
-        .with_columns(owned("event_id", "payload_hash"))
-        .cache()
-    )
+    # payloads of the events after some cursor (`Timeline.after_cursor`, few rows, read three
+    # times) are looked up: those are aggregated, not all.
+    after = tl.after_cursor.with_columns(_REPLICA).cache()
 
     def latest(key: str) -> pl.LazyFrame:
         wanted = after.select("stream_id", key).unique()
@@ -249,17 +240,13 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
     # The events of resumed streams only (`Timeline.resumed_events`, selected once when the
     # timeline was built): every event a cursor names, and all that the parts compare. Not
-    # cached: each part scans them again. The resumes (few) and each part are collected here,
-    # one after the other: as one plan, the streaming engine ran the parts together and held
-    # all their caches at once (10M events: detector peak 990 MB, 890 MB so; same time).
-    resumed = timeline.resumed_events
-    resumes = resumed_at_cursor(
-        timeline.resumptions,
-        resumed,
-        pl.col("answer_replica").fill_null("unknown").alias("r_replica"),
-    ).collect(engine="streaming")
+    # cached: each part scans them again. The resumes (few, placed at their cursor when the
+    # timeline was built) and each part are collected here, one after the other: as one plan,
+    # the streaming engine ran the parts together and held all their caches at once (10M
+    # events: detector peak 990 MB, 890 MB so; same time).
+    resumes = timeline.resumes_at_cursor.with_columns(_REPLICA).collect(engine="streaming")
     found = (
-        _carried(timeline, resumes.lazy(), resumed),
+        _carried(timeline, timeline.resumed_events),
         _skipped(timeline, resumes.lazy(), progress_jump),
         _owed(timeline, resumes.lazy()),
     )

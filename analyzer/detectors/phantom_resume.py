@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:
@@ -33,23 +32,13 @@ _HAS_ID: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume answered with anything but the replay that was due."""
-    answered = timeline.resumptions.filter(pl.col("answer_status").is_between(200, 299))
-    # Only the resumed streams' events matter (the due replay and the answers are theirs; those
-    # of streams no answered resume continued join to no resume below): cached for every join.
-    # All of their rows are kept, so the strings stay in the pages they were read in (copying
-    # them out, as for a few rows of a larger scan, cost 10M events: +0.1-0.3 s, +70 MB).
-    events = timeline.resumed_events.cache()
-    resumes = resumed_at_cursor(
-        answered,
-        events,
-        "cursor_replica",
-        "answer_replica",
-    )
-    due = carried_after_cursor(
-        resumes, events, timeline.incarnations, ("event_id", "payload_hash", "id_only")
-    ).filter(_HAS_ID & ~pl.col("id_only"))
-    # The answers' own events: joined on their flow, not through every event of the stream.
-    answer = events.join(
+    # The resumes placed at their cursor, and the events their streams carried after it that
+    # issue an id, by id and payload (placed once when the timeline was built).
+    resumes = timeline.resumes_at_cursor.filter(pl.col("answer_status").is_between(200, 299))
+    due = timeline.after_cursor.join(resumes.select("r_flow"), on="r_flow", how="semi")
+    # The answers' own events (among the resumed streams'): joined on their flow, not through
+    # every event of the stream.
+    answer = timeline.resumed_events.join(
         resumes.select("r_flow", "stream_id"),
         left_on=["flow_id", "stream_id"],
         right_on=["r_flow", "stream_id"],

@@ -9,7 +9,9 @@ detectors that each collect a frame do not redo them. These are collected one at
 large one is kept in a temporary Parquet file rather than in memory (`_Spill`), as are the
 message rows of requests, responses and cancellations (`rpc_messages`) and the events replay
 judgements read and their messages (`recurring_events`, `resumed_events`, `replay_messages`:
-`analyzer.timeline.replays`) and how each incarnation's id counter moved (`id_counters`).
+`analyzer.timeline.replays`), the resumes placed at their cursor and what their streams carried
+after it (`resumes_at_cursor`, `after_cursor`: `analyzer.timeline.cursors`) and how each
+incarnation's id counter moved (`id_counters`).
 `sse_events` and `messages` stay lazy scans of the Parquet tables joined to the flows'
 placement (collected once): a detector reads only the columns and rows it asks for.
 `load_timeline` stores the collected frames in the cache and reads them back on a later
@@ -31,6 +33,7 @@ from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
 from analyzer.timeline.answers import CANCELLATION, answered_requests
 from analyzer.timeline.counters import id_counters
+from analyzer.timeline.cursors import after_cursor, resumes_at_cursor
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.replays import (
@@ -223,6 +226,8 @@ _NOT_FRAMES: Final = frozenset(
         "resumed_events",
         "replay_messages",
         "id_counters",
+        "resumes_at_cursor",
+        "after_cursor",
     }
 )
 
@@ -257,6 +262,11 @@ class Timeline:
     # Per stream, incarnation and id prefix, how the event-id counter moved
     # (`analyzer.timeline.counters`): one pass over every id, made once by `build_timeline`.
     id_counters: pl.LazyFrame
+    # The resumes that became an incarnation of their own stream, placed at their cursor, and
+    # what their streams carried after it (`analyzer.timeline.cursors`): read by the detectors
+    # judging replays, placed once by `build_timeline`.
+    resumes_at_cursor: pl.LazyFrame
+    after_cursor: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
@@ -379,6 +389,16 @@ def build_timeline(
             spill.kept["resumed_events"],
         ),
     )
+    resumes = spill.keep(
+        "resumes_at_cursor",
+        resumes_at_cursor(spill.kept["resumptions"], spill.kept["resumed_events"]),
+        engine=_BIG,
+    )
+    spill.keep(
+        "after_cursor",
+        after_cursor(resumes, spill.kept["resumed_events"], spill.kept["incarnations"]),
+        engine=_BIG,
+    )
     spill.keep("id_counters", id_counters(events), engine=_BIG)
     spill.keep(
         "exchanges",
@@ -410,6 +430,8 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
         resumed_events=kept["resumed_events"],
         replay_messages=kept["replay_messages"],
         id_counters=kept["id_counters"],
+        resumes_at_cursor=kept["resumes_at_cursor"],
+        after_cursor=kept["after_cursor"],
     )
 
 
@@ -430,12 +452,14 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     resumes = resolved.pipe(resumptions, keyed=keyed, streams_of_flows=placed, delivered=delivered)
     recurring = recurring_events(events, recurring_keys(events))
     resumed = resumed_events(events, resumes)
+    incarnation_frame = placed.pipe(incarnations, keyed=keyed, delivered=delivered)
+    placed_resumes = resumes_at_cursor(resumes, resumed)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
         sse_events=events,
         messages=message_frame,
         streams=placed.pipe(streams, keyed=keyed, delivered=delivered),
-        incarnations=placed.pipe(incarnations, keyed=keyed, delivered=delivered),
+        incarnations=incarnation_frame,
         resumptions=resumes,
         tool_calls=rpc_messages.pipe(
             tool_calls, keyed=keyed, streams_of_flows=placed, tools=raw.tools
@@ -449,6 +473,8 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         resumed_events=resumed,
         replay_messages=replay_messages(message_frame, recurring, resumed),
         id_counters=id_counters(events),
+        resumes_at_cursor=placed_resumes,
+        after_cursor=after_cursor(placed_resumes, resumed, incarnation_frame),
     )
 
 

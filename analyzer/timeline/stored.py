@@ -67,6 +67,8 @@ STORED: Final = (
     "resumed_events",
     "replay_messages",
     "id_counters",
+    "resumes_at_cursor",
+    "after_cursor",
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""

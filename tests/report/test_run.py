@@ -20,6 +20,7 @@ from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
 from analyzer.timeline.counters import id_counters
+from analyzer.timeline.cursors import after_cursor, resumes_at_cursor
 from analyzer.timeline.replays import REPLAY_MESSAGE_COLUMNS, RESUMED_EVENT_COLUMNS
 from tests.support.report_sample import ROWS, make_report
 
@@ -108,6 +109,7 @@ def fake_timeline(path: Path) -> Any:
         "end_how": "open_at_shutdown",
     }
     empty = {name: frame(schema) for name, schema in TIMELINE_FRAMES.items()}
+    resumed = empty["sse_events"].select(RESUMED_EVENT_COLUMNS)
     return SimpleNamespace(
         **empty
         | dict(
@@ -119,9 +121,13 @@ def fake_timeline(path: Path) -> Any:
             .select(RPC_MESSAGE_COLUMNS)
             .with_columns(pl.lit(None, pl.String).alias("answers")),
             recurring_events=empty["sse_events"],
-            resumed_events=empty["sse_events"].select(RESUMED_EVENT_COLUMNS),
+            resumed_events=resumed,
             replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),
             id_counters=id_counters(empty["sse_events"]),
+            resumes_at_cursor=resumes_at_cursor(empty["resumptions"], resumed),
+            after_cursor=after_cursor(
+                resumes_at_cursor(empty["resumptions"], resumed), resumed, empty["incarnations"]
+            ),
         )
     )
 

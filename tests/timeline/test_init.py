@@ -21,7 +21,14 @@ from analyzer.timeline import (
     load_timeline,
 )
 from analyzer.timeline.answers import ANSWER, CARRIER
+from analyzer.timeline.cursors import (
+    AFTER_CURSOR_EVENT_COLUMNS,
+    RESUME_COLUMNS,
+    carried_after_cursor,
+    resumed_at_cursor,
+)
 from analyzer.timeline.replays import (
+    ISSUED,
     RECURRING_EVENT_COLUMNS,
     REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
@@ -80,7 +87,9 @@ def test_spilled_frames_read_back_the_same(
     small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
     # The replay frames are written there whatever their size (then read back when small).
     kept = (*small, "rpc_messages", "recurring_events", "resumed_events", "replay_messages")
-    kept = (*kept, "id_counters")
+    kept = (*kept, "resumes_at_cursor", "id_counters")
+    # Nothing is carried after a cursor in this traffic: an empty frame stays in memory.
+    assert in_memory.after_cursor.collect().is_empty()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)
     for name in small:
         frame = spilled.frames()[name]
@@ -136,15 +145,24 @@ ROUND_ROBIN = (
 )
 
 
-@pytest.mark.parametrize("spill", [False, True])
-def test_replay_frames_are_the_sse_events_rows_they_name(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, spill: bool
-) -> None:
-    # Replicas that reuse each other's event ids and a resume answered by the other one.
+@pytest.fixture(params=[False, True], ids=["in-memory", "spilled"])
+def round_robin(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> tuple[Timeline, bool]:
+    """The timeline of replicas that reuse each other's event ids and a resume answered by the
+    other one; every frame kept in a Parquet file of a spill folder, or none; and which."""
     monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
-    timeline = load_timeline(
+    spill: bool = request.param
+    found = load_timeline(
         [ROUND_ROBIN / "capture"], cache=False, spill_dir=tmp_path if spill else None
     )
+    return found, spill
+
+
+def test_replay_frames_are_the_sse_events_rows_they_name(
+    round_robin: tuple[Timeline, bool],
+) -> None:
+    timeline, spill = round_robin
     events = timeline.sse_events.collect()
 
     def issued(row: dict[str, Any]) -> bool:
@@ -176,3 +194,21 @@ def test_replay_frames_are_the_sse_events_rows_they_name(
     assert_frame_equal(timeline.resumed_events.collect(), resumed, check_row_order=False)
     assert_frame_equal(timeline.replay_messages.collect(), carried, check_row_order=False)
     assert ("parquet" in timeline.resumed_events.explain().lower()) == spill
+
+
+def test_resumes_at_cursor_and_after_cursor_are_those_of_every_event(
+    round_robin: tuple[Timeline, bool],
+) -> None:
+    # Kept from the resumed streams' events only; placed here from every event of the capture.
+    timeline, _ = round_robin
+    events = timeline.sse_events.select(RESUMED_EVENT_COLUMNS)
+    resumes = resumed_at_cursor(timeline.resumptions, events, *RESUME_COLUMNS).collect()
+    after = carried_after_cursor(
+        resumes.lazy(),
+        events.filter(ISSUED).select("stream_id", *AFTER_CURSOR_EVENT_COLUMNS),
+        timeline.incarnations,
+        ("event_id", "payload_hash"),
+    ).collect()
+    assert resumes.height >= 1 and after.height >= 1  # the fixture resumes after a gap
+    assert_frame_equal(timeline.resumes_at_cursor.collect(), resumes, check_row_order=False)
+    assert_frame_equal(timeline.after_cursor.collect(), after, check_row_order=False)

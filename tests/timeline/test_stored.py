@@ -39,6 +39,8 @@ def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
         "resumed_events": timeline.resumed_events,
         "replay_messages": timeline.replay_messages,
         "id_counters": timeline.id_counters,
+        "resumes_at_cursor": timeline.resumes_at_cursor,
+        "after_cursor": timeline.after_cursor,
     }
     return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
 
@@ -52,6 +54,8 @@ UNORDERED = {
     "resumed_events",
     "replay_messages",
     "id_counters",
+    "resumes_at_cursor",
+    "after_cursor",
 }
 
 

@@ -1,16 +1,32 @@
-"""Where a resume's cursor stands in the stream it resumes, for the detectors that judge replays.
+"""Where a resume's cursor stands in the stream it resumes, and what that stream carried after it.
 
-Not a detector: the leading underscore keeps it out of the check that every detector module is
-listed (tests/detectors/test_registry.py).
+`build_timeline` keeps both for the resumes that became an incarnation of their own stream
+(`Timeline.resumes_at_cursor`, `Timeline.after_cursor`): the detectors judging replays
+(`causal-gap`, `phantom-resume`) read them instead of placing every resume again each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import polars as pl
 
-from analyzer.timeline.replays import INCARNATION
+from analyzer.timeline.replays import INCARNATION, ISSUED
+
+__all__ = [
+    "AFTER_CURSOR_EVENT_COLUMNS",
+    "RESUME_COLUMNS",
+    "after_cursor",
+    "carried_after_cursor",
+    "resumed_at_cursor",
+    "resumes_at_cursor",
+]
+
+RESUME_COLUMNS: Final = ("answer_status", "cursor_replica", "answer_replica")
+"""The RESUMPTIONS columns `resumes_at_cursor` keeps besides `resumed_at_cursor`'s own."""
+AFTER_CURSOR_EVENT_COLUMNS: Final = ("ts", "incarnation", "stream_pos", "event_id", "payload_hash")
+"""The SSE_EVENTS columns of `after_cursor` (besides the resume's)."""
 
 
 def resumed_at_cursor(
@@ -89,3 +105,18 @@ def carried_after_cursor(
         .filter((pl.col("stream_pos") < pl.col("_r_base")) & (pl.col("ts") < pl.col("r_ts")))
         .drop("_r_base")
     )
+
+
+def resumes_at_cursor(resumptions: pl.LazyFrame, resumed_events: pl.LazyFrame) -> pl.LazyFrame:
+    """`resumed_at_cursor` of every resume, with `RESUME_COLUMNS` (`resumed_events`: the events
+    of the streams a resume continued, `analyzer.timeline.replays.resumed_events`)."""
+    return resumed_at_cursor(resumptions, resumed_events, *RESUME_COLUMNS)
+
+
+def after_cursor(
+    resumes: pl.LazyFrame, resumed_events: pl.LazyFrame, incarnations: pl.LazyFrame
+) -> pl.LazyFrame:
+    """`carried_after_cursor` of the resumes (`resumes_at_cursor`) over the events that issue an
+    id, by id and payload: what each resume's stream carried after the cursor before it."""
+    candidates = resumed_events.filter(ISSUED).select("stream_id", *AFTER_CURSOR_EVENT_COLUMNS)
+    return carried_after_cursor(resumes, candidates, incarnations, ("event_id", "payload_hash"))

@@ -1,10 +1,10 @@
-"""analyzer.detectors._cursor: resumes placed at their cursor."""
+"""analyzer.timeline.cursors: resumes placed at their cursor."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from analyzer.detectors._cursor import carried_after_cursor, resumed_at_cursor
+from analyzer.timeline.cursors import carried_after_cursor, resumed_at_cursor
 
 # Stream s1 resumed by flow g1 (its own incarnation); s2 resumed by g2, which was answered as a
 # new stream (not an incarnation of s2); s3 a cursor that resolved to nothing.
