@@ -112,7 +112,7 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per request id answered differently, or per message sent on two streams."""
-    responses = _responses(timeline)
+    responses = _responses(timeline).cache()  # read by both kinds of duplicate response
     differ = (
         responses.group_by("session_id", "rkey")
         .agg(*_evidence(pl.col("rpc_id"), pl.col("payload_hash").n_unique()))
