@@ -127,19 +127,26 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
         .select(
             "stream_id",
             "incarnation",
-            "ordinal",
             (pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"),
             "ts",
             "event_id",
             "token",
             "p",
         )
-        .cache()  # read by `step` and `seen`: computed once
+        # Sorted once by stream, token and position (positions order the incarnations, then
+        # each one's events): the increments, the as-of join and each incarnation's first
+        # progress below read that order (a window, a sort and a sort per group did before).
+        .sort("stream_id", "token", "stream_pos", maintain_order=True)
+        .cache()  # read by `step`, `last_before` and `firsts`: computed once
     )
-    # Each increment computed once (a window in each aggregation below computed it three times).
-    diff = pl.col("p").diff().over("stream_id", "token", "incarnation", order_by="ordinal")
+    # The rows that continue the row before them: same stream, token and incarnation.
+    same = pl.all_horizontal(
+        pl.col(c) == pl.col(c).shift() for c in ("stream_id", "token", "incarnation")
+    ).fill_null(False)
     step = (
-        progress.with_columns(diff.alias("_d"))
+        progress.select(
+            "stream_id", "token", pl.when(same).then(pl.col("p") - pl.col("p").shift()).alias("_d")
+        )
         .group_by("stream_id", "token")
         .agg(
             pl.col("_d").min().alias("d"),
@@ -157,19 +164,16 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
     # cursor, per token with a step (an as-of join on the position: joining every resume to
     # every progress row of its stream cost k times them for a stream resumed k times), and the
     # first on the resume's incarnation.
-    seen = progress.drop("ordinal")
     last_before = (
         resumes.join(step.select("stream_id", "token"), on="stream_id")
         .sort("c_pos")
         .join_asof(
-            seen.select("stream_id", "token", "stream_pos", pl.col("p").alias("p_last")).sort(
-                "stream_pos"
-            ),
+            progress.select("stream_id", "token", "stream_pos", pl.col("p").alias("p_last")),
             left_on="c_pos",
             right_on="stream_pos",
             by=["stream_id", "token"],
             strategy="backward",
-            check_sortedness=False,  # both sorted just above (so within each group too)
+            check_sortedness=False,  # both sorted by position within each stream and token
         )
         .filter(pl.col("p_last").is_not_null())
         # The stream is the resume's (one per `r_flow`): in the key so that a join order the
@@ -177,10 +181,9 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
         # 7.8 GB at 10M events when it did).
         .select("r_flow", "stream_id", "token", "p_last")
     )
+    firsts = progress.filter(~same).rename({"incarnation": "r_inc"})
     jumps = (
-        resumes.join(seen.rename({"incarnation": "r_inc"}), on=["stream_id", "r_inc"])
-        .group_by("r_flow", "token")
-        .agg(pl.all().sort_by("stream_pos").first())
+        resumes.join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
         .join(last_before, on=["r_flow", "stream_id", "token"])
         .join(step, on=["stream_id", "token"])
         .filter(pl.col("p") - pl.col("p_last") > jump * pl.col("d"))
