@@ -10,8 +10,8 @@ large one is kept in a temporary Parquet file rather than in memory (`_Spill`), 
 message rows of requests, responses and cancellations (`rpc_messages`) and the events replay
 judgements read and their messages (`recurring_events`, `resumed_events`, `replay_messages`:
 `analyzer.timeline.replays`), the resumes placed at their cursor and what their streams carried
-after it (`resumes_at_cursor`, `after_cursor`: `analyzer.timeline.cursors`) and how each
-incarnation's id counter moved (`id_counters`).
+after it (`resumes_at_cursor`, `after_cursor`: `analyzer.timeline.cursors`), the progress those
+streams made (`resumed_progress`) and how each incarnation's id counter moved (`id_counters`).
 `sse_events` and `messages` stay lazy scans of the Parquet tables joined to the flows'
 placement (collected once): a detector reads only the columns and rows it asks for.
 `load_timeline` stores the collected frames in the cache and reads them back on a later
@@ -41,6 +41,7 @@ from analyzer.timeline.replays import (
     recurring_keys,
     replay_messages,
     resumed_events,
+    resumed_progress,
 )
 from analyzer.timeline.resumptions import resumptions
 from analyzer.timeline.sessions import sessions
@@ -228,6 +229,7 @@ _NOT_FRAMES: Final = frozenset(
         "id_counters",
         "resumes_at_cursor",
         "after_cursor",
+        "resumed_progress",
     }
 )
 
@@ -267,6 +269,9 @@ class Timeline:
     # judging replays, placed once by `build_timeline`.
     resumes_at_cursor: pl.LazyFrame
     after_cursor: pl.LazyFrame
+    # The progress notifications on the resumed streams, each at its position, in order of
+    # stream, token and position (`analyzer.timeline.replays.resumed_progress`).
+    resumed_progress: pl.LazyFrame
     inputs: tuple[InputReport, ...] = ()
     payload_rows: pl.LazyFrame | None = None  # `RawTables.payload_rows`
 
@@ -399,6 +404,12 @@ def build_timeline(
         after_cursor(resumes, spill.kept["resumed_events"], spill.kept["incarnations"]),
         engine=_BIG,
     )
+    spill.sink(
+        "resumed_progress",
+        resumed_progress(
+            spill.kept["replay_messages"], spill.kept["resumptions"], spill.kept["incarnations"]
+        ),
+    )
     spill.keep("id_counters", id_counters(events), engine=_BIG)
     spill.keep(
         "exchanges",
@@ -432,6 +443,7 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
         id_counters=kept["id_counters"],
         resumes_at_cursor=kept["resumes_at_cursor"],
         after_cursor=kept["after_cursor"],
+        resumed_progress=kept["resumed_progress"],
     )
 
 
@@ -454,6 +466,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     resumed = resumed_events(events, resumes)
     incarnation_frame = placed.pipe(incarnations, keyed=keyed, delivered=delivered)
     placed_resumes = resumes_at_cursor(resumes, resumed)
+    replayed = replay_messages(message_frame, recurring, resumed)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),
         sse_events=events,
@@ -471,10 +484,11 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
         rpc_messages=rpc_messages,
         recurring_events=recurring,
         resumed_events=resumed,
-        replay_messages=replay_messages(message_frame, recurring, resumed),
+        replay_messages=replayed,
         id_counters=id_counters(events),
         resumes_at_cursor=placed_resumes,
         after_cursor=after_cursor(placed_resumes, resumed, incarnation_frame),
+        resumed_progress=resumed_progress(replayed, resumes, incarnation_frame),
     )
 
 

@@ -21,12 +21,14 @@ __all__ = [
     "RECURRING_EVENT_COLUMNS",
     "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
+    "RESUMED_PROGRESS_COLUMNS",
     "owned",
     "recurring_events",
     "recurring_hashes",
     "recurring_keys",
     "replay_messages",
     "resumed_events",
+    "resumed_progress",
 ]
 
 INCARNATION: Final = (pl.col("status") == "resolved") & (
@@ -46,6 +48,10 @@ REPLAY_MESSAGE_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "ts", "se
                                  "ordinal", "event_id", "direction", "payload_hash",
                                  "progress_token", "progress")  # fmt: skip
 """The MESSAGES columns of `replay_messages` (what the detectors reading it ask for)."""
+
+RESUMED_PROGRESS_COLUMNS: Final = ("stream_id", "incarnation", "stream_pos", "ts", "event_id",
+                                   "progress_token", "progress")  # fmt: skip
+"""The columns of `resumed_progress`."""
 
 
 def owned(*names: str) -> pl.Expr:
@@ -125,4 +131,31 @@ def replay_messages(messages: pl.LazyFrame, *carriers: pl.LazyFrame) -> pl.LazyF
         .select(REPLAY_MESSAGE_COLUMNS)
         .join(carried, on=["flow_id", "ordinal"], how="semi")
         .with_columns(owned("session_id", "stream_id", "flow_id", "event_id", "payload_hash"))
+    )
+
+
+def resumed_progress(
+    messages: pl.LazyFrame, resumptions: pl.LazyFrame, incarnations: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The progress notifications (token and value read) on the streams a resume continued,
+    each at its position in its stream, sorted by stream, token and position: a position orders
+    the incarnations, then each one's events, so each token's values follow in the order the
+    stream carried them (columns `RESUMED_PROGRESS_COLUMNS`).
+
+    `messages`: MESSAGES rows holding those of the resumed streams' events (`replay_messages`).
+    A position is the incarnation's `base_events` plus the event's ordinal, as for the event
+    (a join with the events cost 0.4 s at 10M events).
+    """
+    wanted = resumptions.filter(INCARNATION).select("stream_id")
+    return (
+        messages.filter(pl.col("progress").is_not_null())
+        .join(wanted, on="stream_id", how="semi")
+        .drop_nulls(["ordinal", "progress_token"])
+        .join(
+            incarnations.select("stream_id", "incarnation", "base_events"),
+            on=["stream_id", "incarnation"],
+        )
+        .with_columns((pl.col("base_events") + pl.col("ordinal")).alias("stream_pos"))
+        .select(RESUMED_PROGRESS_COLUMNS)
+        .sort("stream_id", "progress_token", "stream_pos", maintain_order=True)
     )

@@ -69,6 +69,7 @@ STORED: Final = (
     "id_counters",
     "resumes_at_cursor",
     "after_cursor",
+    "resumed_progress",
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""

@@ -21,7 +21,11 @@ from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
 from analyzer.timeline.counters import id_counters
 from analyzer.timeline.cursors import after_cursor, resumes_at_cursor
-from analyzer.timeline.replays import REPLAY_MESSAGE_COLUMNS, RESUMED_EVENT_COLUMNS
+from analyzer.timeline.replays import (
+    REPLAY_MESSAGE_COLUMNS,
+    RESUMED_EVENT_COLUMNS,
+    resumed_progress,
+)
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -123,6 +127,9 @@ def fake_timeline(path: Path) -> Any:
             recurring_events=empty["sse_events"],
             resumed_events=resumed,
             replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),
+            resumed_progress=resumed_progress(
+                empty["messages"], empty["resumptions"], empty["incarnations"]
+            ),
             id_counters=id_counters(empty["sse_events"]),
             resumes_at_cursor=resumes_at_cursor(empty["resumptions"], resumed),
             after_cursor=after_cursor(

@@ -87,7 +87,7 @@ def test_spilled_frames_read_back_the_same(
     small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
     # The replay frames are written there whatever their size (then read back when small).
     kept = (*small, "rpc_messages", "recurring_events", "resumed_events", "replay_messages")
-    kept = (*kept, "resumes_at_cursor", "id_counters")
+    kept = (*kept, "resumes_at_cursor", "resumed_progress", "id_counters")
     # Nothing is carried after a cursor in this traffic: an empty frame stays in memory.
     assert in_memory.after_cursor.collect().is_empty()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)

@@ -1,5 +1,5 @@
 """analyzer.timeline.replays: the events whose id recurs, those of resumed streams, their
-messages."""
+messages and the progress the resumed streams made."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from analyzer.timeline.replays import (
     RECURRING_EVENT_COLUMNS,
     REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
+    RESUMED_PROGRESS_COLUMNS,
     recurring_events,
     recurring_keys,
     replay_messages,
     resumed_events,
+    resumed_progress,
 )
 
 
@@ -95,3 +97,36 @@ def test_replay_messages_are_the_messages_the_given_events_carried() -> None:
     found = replay_messages(messages, first, second).collect()
     assert sorted(found.select("flow_id", "ordinal").rows()) == [("f1", 0), ("f2", 0), ("f2", 0)]
     assert tuple(found.columns) == REPLAY_MESSAGE_COLUMNS
+
+
+def test_resumed_progress_is_each_resumed_streams_progress_in_stream_order() -> None:
+    rows = [  # (stream_id, incarnation, ordinal, progress_token, progress)
+        ("s1", 1, 0, "7", 3.0),  # the resume's incarnation: after the first's two events
+        ("s1", 0, 1, "7", 2.0),
+        ("s1", 0, 0, "7", 1.0),
+        ("s1", 0, 0, "8", 5.0),  # another token, same event position
+        ("s1", 1, 1, None, None),  # not a progress notification
+        ("s2", 0, 0, "7", 1.0),  # a stream no resume continued
+    ]
+    names = ("stream_id", "incarnation", "ordinal", "progress_token", "progress")
+    messages = pl.LazyFrame([dict(zip(names, r, strict=True)) for r in rows])
+    resumptions = pl.LazyFrame(
+        {"status": ["resolved"], "stream_id": ["s1"], "answer_stream_id": ["s1"]}
+    )
+    incarnations = pl.LazyFrame(
+        {"stream_id": ["s1", "s1", "s2"], "incarnation": [0, 1, 0], "base_events": [0, 2, 0]}
+    )
+    found = resumed_progress(
+        messages.with_columns(
+            pl.lit(None, S.TS).alias("ts"), pl.lit(None, pl.String).alias("event_id")
+        ),
+        resumptions,
+        incarnations,
+    ).collect()
+    assert tuple(found.columns) == RESUMED_PROGRESS_COLUMNS
+    assert found.select("progress_token", "incarnation", "stream_pos", "progress").rows() == [
+        ("7", 0, 0, 1.0),
+        ("7", 0, 1, 2.0),
+        ("7", 1, 2, 3.0),
+        ("8", 0, 0, 5.0),
+    ]

@@ -41,6 +41,7 @@ def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
         "id_counters": timeline.id_counters,
         "resumes_at_cursor": timeline.resumes_at_cursor,
         "after_cursor": timeline.after_cursor,
+        "resumed_progress": timeline.resumed_progress,
     }
     return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
 
