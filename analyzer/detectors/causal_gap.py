@@ -104,7 +104,11 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
     """Resumes whose first progress value jumps past the client's last by more than a step."""
     # The progress notifications of the resumed streams, with their position, in order of
     # stream, token and position (`Timeline.resumed_progress`): the increments, the as-of join
-    # and each incarnation's first value below read that order.
+    # and each incarnation's first value below read that order. Each (stream, token) is
+    # numbered in that order (`gid`): the grouping and joins below hash the number, not texts.
+    new_group = pl.any_horizontal(
+        pl.col(c).ne_missing(pl.col(c).shift()) for c in ("stream_id", "token")
+    )
     progress = (
         tl.resumed_progress.select(
             "stream_id",
@@ -114,18 +118,22 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
             "event_id",
             pl.col("progress_token").alias("token"),
             pl.col("progress").alias("p"),
-        ).cache()  # read by `step`, `last_before` and `firsts`: read once
+        )
+        .with_columns(new_group.cum_sum().alias("gid"))
+        .cache()  # read by `step`, `last_before` and `firsts`: read once
     )
     # The rows that continue the row before them: same stream, token and incarnation.
-    same = pl.all_horizontal(
-        pl.col(c) == pl.col(c).shift() for c in ("stream_id", "token", "incarnation")
+    same = (
+        (pl.col("gid") == pl.col("gid").shift())
+        & (pl.col("incarnation") == pl.col("incarnation").shift())
     ).fill_null(False)
     step = (
         progress.select(
-            "stream_id", "token", pl.when(same).then(pl.col("p") - pl.col("p").shift()).alias("_d")
+            "gid", "stream_id", pl.when(same).then(pl.col("p") - pl.col("p").shift()).alias("_d")
         )
-        .group_by("stream_id", "token")
+        .group_by("gid")
         .agg(
+            pl.col("stream_id").first(),
             pl.col("_d").min().alias("d"),
             pl.col("_d").max().alias("d_max"),
             pl.col("_d").count().alias("d_n"),
@@ -142,27 +150,24 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
     # every progress row of its stream cost k times them for a stream resumed k times), and the
     # first on the resume's incarnation.
     last_before = (
-        resumes.join(step.select("stream_id", "token"), on="stream_id")
+        resumes.join(step.select("stream_id", "gid"), on="stream_id")
         .sort("c_pos")
         .join_asof(
-            progress.select("stream_id", "token", "stream_pos", pl.col("p").alias("p_last")),
+            progress.select("gid", "stream_pos", pl.col("p").alias("p_last")),
             left_on="c_pos",
             right_on="stream_pos",
-            by=["stream_id", "token"],
+            by="gid",
             strategy="backward",
             check_sortedness=False,  # both sorted by position within each stream and token
         )
         .filter(pl.col("p_last").is_not_null())
-        # The stream is the resume's (one per `r_flow`): in the key so that a join order the
-        # optimizer picks can never meet `step` on the token alone (a product across streams,
-        # 7.8 GB at 10M events when it did).
-        .select("r_flow", "stream_id", "token", "p_last")
+        .select("r_flow", "gid", "p_last")
     )
     firsts = progress.filter(~same).rename({"incarnation": "r_inc"})
     jumps = (
         resumes.join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
-        .join(last_before, on=["r_flow", "stream_id", "token"])
-        .join(step, on=["stream_id", "token"])
+        .join(last_before, on=["r_flow", "gid"])
+        .join(step.select("gid", "d"), on="gid")
         .filter(pl.col("p") - pl.col("p_last") > jump * pl.col("d"))
     )
     missing = ((pl.col("p") - pl.col("p_last")) / pl.col("d") - 1).round().cast(pl.Int64)
