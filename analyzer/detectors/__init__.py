@@ -15,6 +15,7 @@ import re
 import tomllib
 import types
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -47,6 +48,10 @@ __all__ = [
 
 #: Id of the finding the runner writes for a detector that raised.
 ANALYSIS_ERROR: Final = "analysis-error"
+# Detectors run two at a time: each one's plans have serial stretches (building the plan, small
+# frames, operators on one thread) that the other fills (10M events from the cache: 7-8% less
+# wall time, +50 MB peak RSS).
+_AT_ONCE: Final = 2
 
 _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
@@ -244,18 +249,16 @@ def run_detectors(
 ) -> pl.DataFrame:
     """Run the selected detectors on a timeline; return their findings in report order.
 
-    Each detector is collected on its own. One that raises, or returns a frame that is not
-    findings, yields one `analysis-error` finding (high, its detail the exception) and the
-    others still run. `on_start` is told of each detector as it starts (progress display).
+    Each detector is collected on its own (two at a time). One that raises, or returns a frame
+    that is not findings, yields one `analysis-error` finding (high, its detail the exception)
+    and the others still run. `on_start` is told of each detector as it starts (progress display).
     Raises ConfigError for an unknown id in `only`, `disable` or `config`.
     """
     registry = tuple(detectors)
     chosen = select_detectors(only=only, disable=disable, detectors=registry)
     thresholds = validate_config(config or {}, registry)
-    frames: list[pl.DataFrame] = []
-    for det in chosen:
-        if on_start is not None:
-            on_start(det)
+
+    def run(det: Detector) -> pl.DataFrame:
         try:
             found = det.detect(timeline, **thresholds.get(det.id, {}))
             # The streaming engine: a detector's scans of the record-level frames run in
@@ -263,9 +266,23 @@ def run_detectors(
             frame = as_findings(found, detector=det.id, severity=det.severity).collect(
                 engine="streaming"
             )
-            frames.append(validate_findings(frame))
+            return validate_findings(frame)
         except Exception as e:  # any failure of one detector, by design (STYLE.md item 5)
-            frames.append(analysis_error.finding(det.id, e))
+            return analysis_error.finding(det.id, e)
+
+    # `_AT_ONCE` detectors run at a time, each started (and `on_start` told, in order) as soon
+    # as one before it is done; their findings are kept in registry order.
+    started: list[Future[pl.DataFrame]] = []
+    with ThreadPoolExecutor(max_workers=_AT_ONCE) as pool:
+        running: set[Future[pl.DataFrame]] = set()
+        for det in chosen:
+            if len(running) == _AT_ONCE:
+                _, running = wait(running, return_when=FIRST_COMPLETED)
+            if on_start is not None:
+                on_start(det)
+            started.append(pool.submit(run, det))
+            running.add(started[-1])
+    frames = [future.result() for future in started]
     findings = pl.concat(frames, how="vertical") if frames else empty_findings()
     return finish_findings(findings)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -213,6 +214,21 @@ def test_a_selection_of_no_detector_is_a_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match="leave no detector to run"):
         select_detectors(only=only, disable=disable, detectors=FAKES)
+
+
+def test_two_detectors_run_at_once() -> None:
+    # Each waits until the other has started: one after the other, the first would time out.
+    both = threading.Barrier(2, timeout=10)
+
+    def meets(title: str) -> Any:
+        def detect(timeline: Any) -> pl.LazyFrame:
+            both.wait()
+            return finding_rows([{"title": title, "detail": "d"}])
+
+        return detect
+
+    got = run_detectors(TIMELINE, detectors=registry(("alpha", meets("a")), ("bravo", meets("b"))))
+    assert sorted(got["title"]) == ["a", "b"]
 
 
 def test_on_start_sees_each_detector_in_id_order() -> None:
