@@ -394,6 +394,16 @@ def build_timeline(
             spill.kept["resumed_events"],
         ),
     )
+    spill.keep("id_counters", id_counters(events), engine=_BIG)
+    spill.keep(
+        "exchanges",
+        raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
+            exchanges, streams_of_flows=on_flows
+        ),
+        engine=_BIG,
+    )
+    # Last (after the largest frame above, which peaks highest): the resumes placed at their
+    # cursor, what their streams carried after it, and the progress they made.
     resumes = spill.keep(
         "resumes_at_cursor",
         resumes_at_cursor(spill.kept["resumptions"], spill.kept["resumed_events"]),
@@ -409,14 +419,6 @@ def build_timeline(
         resumed_progress(
             spill.kept["replay_messages"], spill.kept["resumptions"], spill.kept["incarnations"]
         ),
-    )
-    spill.keep("id_counters", id_counters(events), engine=_BIG)
-    spill.keep(
-        "exchanges",
-        raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
-            exchanges, streams_of_flows=on_flows
-        ),
-        engine=_BIG,
     )
     return _assemble(raw, inputs, spill.kept)
 
