@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, finding_rows
 from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
@@ -44,13 +44,16 @@ def _annotated(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, t
             yield from _annotated(sub, (*path, str(name)))
 
 
-def _sends_param_headers(accepted: pl.LazyFrame) -> bool:
-    """Whether some accepted request sent an `Mcp-Param-*` header: only then are the tools'
-    declarations wanted (finding them reads the text of every payload: 0.6 s of the detector's
-    0.9 s at 10M events, which send none)."""
+def _headers_sent(accepted: pl.LazyFrame) -> tuple[bool, bool]:
+    """Whether some accepted request sent MCP headers at all (else there is nothing to compare
+    and no body to read: 2025 traffic sends none), and an `Mcp-Param-*` one: only then are the
+    tools' declarations wanted (finding them reads the text of every payload: 0.6 s of the
+    detector's 0.9 s at 10M events, which send none)."""
     names = pl.col("mcp_headers").explode().struct.field("name").str.to_lowercase()
-    sent = accepted.select(names.str.starts_with(_PARAM).any()).collect(engine="streaming")
-    return bool(sent.item())
+    sent = accepted.select(
+        pl.len() > 0, names.str.starts_with(_PARAM).any().fill_null(False)
+    ).collect(engine="streaming")
+    return bool(sent[0, 0]), bool(sent[0, 1])
 
 
 def _param_paths(timeline: Timeline) -> pl.DataFrame:
@@ -96,6 +99,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     accepted = timeline.exchanges.filter(
         pl.col("status").is_between(200, 299) & (pl.col("mcp_headers").list.len() > 0)
     )
+    any_header, param_header = _headers_sent(accepted)
+    if not any_header:
+        return finding_rows([])
     bodies = payloads_of(timeline, accepted.select(pl.col("request_body_hash").alias("data_hash")))
     headers = (
         accepted.select(
@@ -120,7 +126,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )
     # One JSONPath per declared argument: a when/then over the few (tool, token) pairs.
-    paths = _param_paths(timeline) if _sends_param_headers(accepted) else _paths_frame({})
+    paths = _param_paths(timeline) if param_header else _paths_frame({})
     param = pl.lit(None, pl.String)
     for tool_name, token, path in paths.iter_rows():
         param = (
