@@ -223,12 +223,11 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
 
 def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
-    # The events of resumed streams only (`Timeline.resumed_events`, selected once when the
-    # timeline was built): every event a cursor names, and all that the parts compare. Not
-    # cached: each part scans them again. The resumes (few, placed at their cursor when the
-    # timeline was built) and each part are collected here, one after the other: as one plan,
-    # the streaming engine ran the parts together and held all their caches at once (10M
-    # events: detector peak 990 MB, 890 MB so; same time).
+    # The resumes (few, placed at their cursor when the timeline was built) and each part are
+    # collected here, one after the other: as one plan, the streaming engine ran the parts
+    # together and held all their caches at once (10M events: detector peak 990 MB, 890 MB so;
+    # same time). `_carried` looks the events it lost up among the resumed streams' events
+    # (`Timeline.resumed_events`, selected once when the timeline was built).
     resumes = timeline.resumes_at_cursor.with_columns(_REPLICA).collect(engine="streaming")
     found = (
         _carried(timeline, timeline.resumed_events),

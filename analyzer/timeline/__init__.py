@@ -33,7 +33,7 @@ from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
 from analyzer.timeline.answers import CANCELLATION, answered_requests
 from analyzer.timeline.counters import id_counters
-from analyzer.timeline.cursors import after_cursor, resumes_at_cursor
+from analyzer.timeline.cursors import RESUME_COLUMNS, after_cursor, resumed_at_cursor
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.replays import (
@@ -406,7 +406,7 @@ def build_timeline(
     # cursor, what their streams carried after it, and the progress they made.
     resumes = spill.keep(
         "resumes_at_cursor",
-        resumes_at_cursor(spill.kept["resumptions"], spill.kept["resumed_events"]),
+        resumed_at_cursor(spill.kept["resumptions"], spill.kept["resumed_events"], *RESUME_COLUMNS),
         engine=_BIG,
     )
     spill.keep(
@@ -467,7 +467,7 @@ def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame
     recurring = recurring_events(events, recurring_keys(events))
     resumed = resumed_events(events, resumes)
     incarnation_frame = placed.pipe(incarnations, keyed=keyed, delivered=delivered)
-    placed_resumes = resumes_at_cursor(resumes, resumed)
+    placed_resumes = resumed_at_cursor(resumes, resumed, *RESUME_COLUMNS)
     replayed = replay_messages(message_frame, recurring, resumed)
     return Timeline(
         exchanges=keyed.pipe(exchanges, streams_of_flows=placed),

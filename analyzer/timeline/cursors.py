@@ -20,11 +20,10 @@ __all__ = [
     "after_cursor",
     "carried_after_cursor",
     "resumed_at_cursor",
-    "resumes_at_cursor",
 ]
 
 RESUME_COLUMNS: Final = ("answer_status", "cursor_replica", "answer_replica")
-"""The RESUMPTIONS columns `resumes_at_cursor` keeps besides `resumed_at_cursor`'s own."""
+"""The RESUMPTIONS columns `Timeline.resumes_at_cursor` keeps besides `resumed_at_cursor`'s."""
 AFTER_CURSOR_EVENT_COLUMNS: Final = ("ts", "incarnation", "stream_pos", "event_id", "payload_hash")
 """The SSE_EVENTS columns of `after_cursor` (besides the resume's)."""
 
@@ -107,16 +106,11 @@ def carried_after_cursor(
     )
 
 
-def resumes_at_cursor(resumptions: pl.LazyFrame, resumed_events: pl.LazyFrame) -> pl.LazyFrame:
-    """`resumed_at_cursor` of every resume, with `RESUME_COLUMNS` (`resumed_events`: the events
-    of the streams a resume continued, `analyzer.timeline.replays.resumed_events`)."""
-    return resumed_at_cursor(resumptions, resumed_events, *RESUME_COLUMNS)
-
-
 def after_cursor(
     resumes: pl.LazyFrame, resumed_events: pl.LazyFrame, incarnations: pl.LazyFrame
 ) -> pl.LazyFrame:
-    """`carried_after_cursor` of the resumes (`resumes_at_cursor`) over the events that issue an
-    id, by id and payload: what each resume's stream carried after the cursor before it."""
+    """`carried_after_cursor` of the resumes (`resumed_at_cursor` output) over the events that
+    issue an id, by id and payload: what each resume's stream carried after the cursor before
+    it (`resumed_events`: the events of the streams a resume continued)."""
     candidates = resumed_events.filter(ISSUED).select("stream_id", *AFTER_CURSOR_EVENT_COLUMNS)
     return carried_after_cursor(resumes, candidates, incarnations, ("event_id", "payload_hash"))

@@ -20,7 +20,7 @@ from analyzer.report import run
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
 from analyzer.timeline import RPC_MESSAGE_COLUMNS
 from analyzer.timeline.counters import id_counters
-from analyzer.timeline.cursors import after_cursor, resumes_at_cursor
+from analyzer.timeline.cursors import RESUME_COLUMNS, after_cursor, resumed_at_cursor
 from analyzer.timeline.replays import (
     REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
@@ -131,9 +131,11 @@ def fake_timeline(path: Path) -> Any:
                 empty["messages"], empty["resumptions"], empty["incarnations"]
             ),
             id_counters=id_counters(empty["sse_events"]),
-            resumes_at_cursor=resumes_at_cursor(empty["resumptions"], resumed),
+            resumes_at_cursor=resumed_at_cursor(empty["resumptions"], resumed, *RESUME_COLUMNS),
             after_cursor=after_cursor(
-                resumes_at_cursor(empty["resumptions"], resumed), resumed, empty["incarnations"]
+                resumed_at_cursor(empty["resumptions"], resumed, *RESUME_COLUMNS),
+                resumed,
+                empty["incarnations"],
             ),
         )
     )
