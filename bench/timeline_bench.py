@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,21 +63,19 @@ def _cached_events(path: Path) -> pl.LazyFrame:
     return pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
 
 
-def _phase(name: str, path: Path) -> dict[str, float]:
+def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
+    """Run phase `name`; return what counts its SSE events (a count the phase did not make
+    itself is made when called, after the clock has stopped)."""
     import polars as pl
 
     from analyzer.ingest import read_inputs
     from analyzer.timeline import RawTables, build_timeline, load_timeline
 
-    # Where large frames wait, as in `seamwatch analyze`; removed at the end of the phase.
-    spill = Path(tempfile.mkdtemp(prefix="seamwatch-bench-"))
-    if name == "parse":  # a first parse: no cache
-        shutil.rmtree(path / ".seamwatch-cache", ignore_errors=True)
-    start, cpu = time.perf_counter(), _cpu()
     if name == "parse":
         ingested = read_inputs([path])
         events = ingested.scan("events").select(pl.len()).collect().item()
-    elif name == "cached":
+        return lambda: events
+    if name == "cached":
         timeline = load_timeline([path], spill_dir=spill)
         assert timeline.inputs[0].cached, "run the parse phase first"
         per_session = [
@@ -86,8 +85,8 @@ def _phase(name: str, path: Path) -> dict[str, float]:
             timeline.messages.group_by("session_id", "kind").agg(pl.len()),
         ]
         counted = pl.collect_all(per_session, engine="streaming")
-        events = int(counted[0]["len"].sum())
-    elif name in ("analyze", "analyze-built"):
+        return lambda: int(counted[0]["len"].sum())
+    if name in ("analyze", "analyze-built"):
         from analyzer.detectors import DETECTORS, run_detectors
         from analyzer.report.run import build_report
 
@@ -100,36 +99,28 @@ def _phase(name: str, path: Path) -> dict[str, float]:
         assert timeline.inputs[0].cached, "run the parse phase first"
         findings = run_detectors(timeline)
         build_report(timeline, findings, DETECTORS, fail_on=None)
-        timed = time.perf_counter() - start, _cpu() - cpu
-        # Counted after the clock stops: the analysis itself never counts its events (a join
-        # of every event with its flow, 0.6 s at 10M events).
-        events = timeline.sse_events.select(pl.len()).collect().item()
-    elif name == "cli":
-        report = [
-            "analyze",
-            str(path),
-            "--format",
-            "json",
-            "--fail-on",
-            "none",
-            "--out",
-            os.devnull,
-        ]
-        subprocess.run([sys.executable, "-m", "analyzer.cli", *report], check=True)
-        timed = time.perf_counter() - start, _cpu() - cpu
-        events = _cached_events(path).select(pl.len()).collect().item()
-    else:
-        scan = _cached_events(path)
-        events = scan.group_by("flow_id").agg(pl.len(), pl.col("ts").max()).collect()
-        events = int(events["len"].sum())
-    wall, cpu = (
-        timed
-        if name in ("analyze", "analyze-built", "cli")
-        else (
-            time.perf_counter() - start,
-            _cpu() - cpu,
-        )
-    )
+        # The analysis never counts its events (a join of every event with its flow: 0.6 s at
+        # 10M events): counted after the clock stops.
+        return lambda: timeline.sse_events.select(pl.len()).collect().item()
+    if name == "cli":
+        report = ["analyze", str(path), "--format", "json", "--fail-on", "none"]
+        command = [sys.executable, "-m", "analyzer.cli", *report, "--out", os.devnull]
+        subprocess.run(command, check=True)
+        return lambda: _cached_events(path).select(pl.len()).collect().item()
+    scan = _cached_events(path)  # ceiling
+    per_flow = scan.group_by("flow_id").agg(pl.len(), pl.col("ts").max()).collect()
+    return lambda: int(per_flow["len"].sum())
+
+
+def _phase(name: str, path: Path) -> dict[str, float]:
+    # Where large frames wait, as in `seamwatch analyze`; removed at the end of the phase.
+    spill = Path(tempfile.mkdtemp(prefix="seamwatch-bench-"))
+    if name == "parse":  # a first parse: no cache
+        shutil.rmtree(path / ".seamwatch-cache", ignore_errors=True)
+    start, cpu = time.perf_counter(), _cpu()
+    count = _run(name, path, spill)
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
+    events = count()
     shutil.rmtree(spill, ignore_errors=True)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
