@@ -63,10 +63,6 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # Requests, answers and cancellations only: the rows `build_timeline` collected once.
     msgs, ex = timeline.rpc_messages, timeline.exchanges
     carrier = CARRIER.alias("carrier")
-    # The answers, by the request each answers (`analyzer.timeline.answers`): its carrier.
-    answers = msgs.filter(pl.col("answers").is_not_null()).select(
-        "session_id", "rpc_id", pl.col("answers").alias("carrier"), pl.col("ts").alias("a_ts")
-    )
     # The client's first cancellation of each request, and when.
     cancels = (
         msgs.filter(CANCELLATION)
@@ -85,22 +81,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .select("session_id", pl.lit(True).alias("get_open"))
         .unique()
     )
+    # The unanswered requests (a few): only those meet their exchange and stream. `answered`:
+    # an answer to the request (`analyzer.timeline.answers`) came at or after it.
     sent = msgs.filter(
         (pl.col("direction") == "c2s")
         & (pl.col("kind") == "request")
         & (pl.col("source") == "request_body")
         & pl.col("rpc_id").is_not_null()
         & (pl.col("method") != "subscriptions/listen").fill_null(True)
+        & ~pl.col("answered")
     ).select("session_id", "flow_id", "ts", "rpc_id", "method", "tool_name", carrier)
-    answered = (
-        sent.join(answers, on=["session_id", "rpc_id", "carrier"])
-        .filter(pl.col("a_ts") >= pl.col("ts"))
-        .select("flow_id", "rpc_id")
-    )
-    # The unanswered requests first (a few): only those meet their exchange and stream.
     requests = (
-        sent.join(answered, on=["flow_id", "rpc_id"], how="anti")
-        .join(ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id")
+        sent.join(
+            ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id"
+        )
         .filter(pl.col("status").is_between(200, 299).fill_null(False))
         .join(
             timeline.streams.select(

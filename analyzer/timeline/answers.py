@@ -49,17 +49,23 @@ CARRIER: Final = pl.coalesce("stream_id", "flow_id")
 """What carried a message: its logical stream, else its exchange."""
 
 
+def _hashed(carrier: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Two 64-bit hashes of (session, id, carrier): `_h1`, `_h2`."""
+    key = pl.struct("session_id", "rpc_id", carrier.alias("carrier"))
+    return key.hash(1).alias("_h1"), key.hash(2).alias("_h2")
+
+
 def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame:
-    """`rpc` (request, response and cancellation message rows) with `answers` added, row for
-    row: the carrier of the request each answer answers, null for other rows."""
+    """`rpc` (request, response and cancellation message rows) with `answers` and `answered`
+    added, row for row: the carrier of the request each answer answers (null for other rows),
+    and for each request whether an answer to it came at or after it (null for other rows)."""
     rows = rpc.with_row_index("_msg").cache()  # read again and again below: numbered once
     known = pl.col("session_id").is_not_null() & pl.col("rpc_id").is_not_null()
     request = (pl.col("direction") == "c2s") & (pl.col("kind") == "request")
     # (session, id, carrier) matched as two 64-bit hashes of it: a join on the three strings
     # was the timeline's peak (10M events: +180 MB). Distinct keys collide in both at odds of
     # 2**-128, less than two random UUIDs do.
-    key = pl.struct("session_id", "rpc_id", CARRIER)
-    hashed = (key.hash(1).alias("_h1"), key.hash(2).alias("_h2"))
+    hashed = _hashed(CARRIER)
     requests = rows.filter(request & known)
     opened = requests.select(*hashed, pl.lit(True).alias("_own")).unique()
     matched = (
@@ -95,6 +101,24 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
             ).select("_msg", "answers"),
         ]
     )
-    # The new column beside the rows as they are: joining it to them would copy every column.
+    # The new columns beside the rows as they are: joining them to them would copy every column.
     answered = rows.select("_msg").join(owners, on="_msg", how="left", maintain_order="left")
-    return pl.concat([rows.drop("_msg"), answered.select("answers")], how="horizontal")
+    with_answers = pl.concat([rows.drop("_msg"), answered.select("answers")], how="horizontal")
+    # A request is answered when an answer to it (its session, id and carrier) came at or after
+    # it: the latest answer's time says it. Matched on the two hashes again (see above).
+    replied = (
+        with_answers.filter(pl.col("answers").is_not_null())
+        .select(*_hashed(pl.col("answers")), "ts")
+        .group_by("_h1", "_h2")
+        .agg(pl.col("ts").max().alias("_last"))
+    )
+    flags = (
+        with_answers.select(*hashed, request.alias("_request"), "ts")
+        .join(replied, on=["_h1", "_h2"], how="left", maintain_order="left")
+        .select(
+            pl.when("_request")
+            .then((pl.col("_last") >= pl.col("ts")).fill_null(False))
+            .alias("answered")
+        )
+    )
+    return pl.concat([with_answers, flags], how="horizontal")

@@ -123,7 +123,9 @@ def fake_timeline(path: Path) -> Any:
             streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
             rpc_messages=empty["messages"]
             .select(RPC_MESSAGE_COLUMNS)
-            .with_columns(pl.lit(None, pl.String).alias("answers")),
+            .with_columns(
+                pl.lit(None, pl.String).alias("answers"), pl.lit(None, pl.Boolean).alias("answered")
+            ),
             recurring_events=empty["sse_events"],
             resumed_events=resumed,
             replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),

@@ -126,7 +126,7 @@ def test_rpc_messages_are_the_messages_rows_they_name(
     )
     for timeline in (lazy, eager, spilled):
         got = timeline.rpc_messages.collect()
-        assert_frame_equal(got.drop("answers"), expected, check_row_order=False)
+        assert_frame_equal(got.drop("answers", "answered"), expected, check_row_order=False)
         # Every answer here answers a captured request (`analyzer.timeline.answers`): one of its
         # session with its id, whose carrier `answers` names.
         answers = got.filter(ANSWER)
@@ -136,6 +136,22 @@ def test_rpc_messages_are_the_messages_rows_they_name(
         assert answers.height > 0 and answers["answers"].null_count() == 0
         assert (
             answers.join(requests, on=["session_id", "rpc_id", "answers"]).height == answers.height
+        )
+        # A request is answered when an answer to it came at or after it; others say nothing.
+        replied = answers.group_by("session_id", "rpc_id", "answers").agg(pl.col("ts").max())
+        flagged = got.filter(pl.col("kind") == "request").join(
+            replied.rename({"answers": "carrier", "ts": "a_ts"}),
+            left_on=["session_id", "rpc_id", CARRIER],
+            right_on=["session_id", "rpc_id", "carrier"],
+            how="left",
+        )
+        assert (
+            flagged["answered"].to_list()
+            == (flagged["a_ts"] >= flagged["ts"]).fill_null(False).to_list()
+        )
+        assert flagged["answered"].any()  # (unanswered ones: tests/detectors/test_lost_response)
+        assert got.filter(pl.col("kind") != "request")["answered"].null_count() == (
+            got.height - flagged.height
         )
     assert "parquet" in spilled.rpc_messages.explain().lower()
 
