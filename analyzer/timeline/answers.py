@@ -103,7 +103,9 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
     )
     # The new columns beside the rows as they are: joining them to them would copy every column.
     answered = rows.select("_msg").join(owners, on="_msg", how="left", maintain_order="left")
-    with_answers = pl.concat([rows.drop("_msg"), answered.select("answers")], how="horizontal")
+    with_answers = pl.concat(
+        [rows.drop("_msg"), answered.select("answers")], how="horizontal"
+    ).cache()  # read by `replied` and `flags` below: computed once
     # A request is answered when an answer to it (its session, id and carrier) came at or after
     # it: the latest answer's time says it. Matched on the two hashes again (see above).
     replied = (
