@@ -190,12 +190,11 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
 
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
-    # Answered: an answer to the stream's request (`analyzer.timeline.answers`) at or after it.
-    answered = tl.streams.join(
-        tl.rpc_messages.select("answers", "rpc_id", pl.col("ts").alias("a_ts")),
-        left_on=["stream_id", "request_id"],
-        right_on=["answers", "rpc_id"],
-    ).filter(pl.col("a_ts") >= pl.col("ts"))
+    # Answered: the stream's request row says whether an answer to it came at or after it
+    # (`analyzer.timeline.answers`).
+    answered = tl.rpc_messages.filter(
+        (pl.col("direction") == "c2s") & (pl.col("kind") == "request") & pl.col("answered")
+    ).select("stream_id", pl.col("rpc_id").alias("request_id"))
     cancels = tl.rpc_messages.filter(CANCELLATION).select(
         "session_id", pl.col("cancel_id").alias("request_id")
     )
@@ -215,7 +214,7 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
             & ~pl.col("response_delivered").fill_null(False)
         )
         .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")
-        .join(answered.select("stream_id"), on="stream_id", how="anti")
+        .join(answered, on=["stream_id", "request_id"], how="anti")
         .join(cancels, on=["session_id", "request_id"], how="anti")
         .select(_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"))
     )
