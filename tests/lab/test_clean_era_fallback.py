@@ -8,9 +8,8 @@ import pytest
 
 from analyzer.timeline import load_timeline
 from lab.framework import Expected
-from lab.ts import ensure_installed
 from lab.verdict import judge
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
 from tests.support.lab_findings import analyze_report
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]
@@ -18,8 +17,7 @@ pytestmark = [requires_proxy, pytest.mark.timeout(360)]
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
-    return run_lab("clean-era-fallback", tmp_path_factory.mktemp("lab"))
+    return run_ts_lab("clean-era-fallback", tmp_path_factory.mktemp("lab"))
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:

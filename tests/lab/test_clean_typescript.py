@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from lab.ts import ensure_installed
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]
 
@@ -23,8 +22,7 @@ def _stream_of(event_id: str | None) -> str:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
-    return run_lab("clean-typescript", tmp_path_factory.mktemp("lab"))
+    return run_ts_lab("clean-typescript", tmp_path_factory.mktemp("lab"))
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:

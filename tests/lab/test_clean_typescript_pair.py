@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from lab.ts import ensure_installed
 from tests.support.lab_capture import (
     LabRun,
     assert_tool_stream_resumed_after_retry,
     assert_well_formed,
     requires_proxy,
-    run_lab,
+    run_ts_lab,
 )
 from tests.support.lab_findings import assert_clean_and_resumed_in_place
 
@@ -21,8 +20,7 @@ pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
-    return run_lab("clean-typescript-pair", tmp_path_factory.mktemp("lab"))
+    return run_ts_lab("clean-typescript-pair", tmp_path_factory.mktemp("lab"))
 
 
 def test_the_transport_resumes_after_retry_and_gets_the_rest_replayed(run: LabRun) -> None:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.ts import ensure_installed
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
 from tests.support.lab_findings import assert_clean_in_one_anon_session
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
@@ -15,8 +14,7 @@ pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
-    return run_lab("clean-typescript-stateless", tmp_path_factory.mktemp("lab"))
+    return run_ts_lab("clean-typescript-stateless", tmp_path_factory.mktemp("lab"))
 
 
 def test_no_session_anywhere_and_the_get_stream_refused(run: LabRun) -> None:

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from lab.framework import Expected
-from lab.ts import ensure_installed
 from lab.verdict import judge
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
 from tests.support.lab_findings import analyze_report
 
 pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
@@ -17,8 +16,7 @@ pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    ensure_installed()  # npm ci in lab/ts when the pinned SDK is missing
-    return run_lab("ring-buffer-typescript-client", tmp_path_factory.mktemp("lab"))
+    return run_ts_lab("ring-buffer-typescript-client", tmp_path_factory.mktemp("lab"))
 
 
 def test_the_transport_resumes_and_gets_only_the_surviving_tail(run: LabRun) -> None:

@@ -16,6 +16,7 @@ import pytest
 from lab.clients.raw import SseEvent, SseLineParser
 from lab.framework import load_lab_record, run_scenario
 from lab.scenarios import by_name
+from lab.ts import ensure_installed
 
 
 def proxy_command_exists() -> bool:
@@ -163,6 +164,13 @@ def run_lab(name: str, out: Path) -> LabRun:
     notes = lab["notes"]
     assert isinstance(notes, dict)
     return LabRun(directory, notes, expected, files)
+
+
+def run_ts_lab(name: str, out: Path) -> LabRun:
+    """`run_lab` for a scenario with a TypeScript side: `npm ci` in lab/ts first when the
+    pinned SDK is missing."""
+    ensure_installed()
+    return run_lab(name, out)
 
 
 def assert_well_formed(run: LabRun) -> None:
