@@ -42,19 +42,36 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         resumes.select("r_flow", "stream_id"),
         left_on=["flow_id", "stream_id"],
         right_on=["r_flow", "stream_id"],
-    ).with_columns(pl.col("flow_id").alias("r_flow"))
+    ).select(pl.col("flow_id").alias("r_flow"), "event_id", "payload_hash", "stream_pos", "id_only")
+    # The answers' events are many, what was due few: the join keeps what was due in its table.
     came = pl.concat(
         [
-            due.join(answer.select("r_flow", key), on=["r_flow", key], how="semi").select("r_flow")
+            answer.select("r_flow", key).join(
+                due.select("r_flow", key), on=["r_flow", key], how="semi"
+            )
             for key in ("event_id", "payload_hash")
         ]
-    )
+    ).select("r_flow")
     errors = timeline.rpc_messages.filter(
         (pl.col("direction") == "s2c") & (pl.col("kind") == "error")
     ).select(pl.col("flow_id").alias("r_flow"))
-    sent = answer.group_by("r_flow").agg(
-        pl.col("event_id").filter(_HAS_ID).sort_by("stream_pos").alias("sent"),
-        (~pl.col("id_only")).sum().alias("payloads"),
+    unserved = (
+        due.group_by("r_flow")
+        .agg(
+            pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("due"),
+            pl.all().exclude("event_id").first(),
+        )
+        .join(came, on="r_flow", how="anti")
+        .join(errors, on="r_flow", how="anti")
+    )
+    # What the answers sent, for the few resumes left.
+    sent = (
+        answer.join(unserved.select("r_flow"), on="r_flow", how="semi")
+        .group_by("r_flow")
+        .agg(
+            pl.col("event_id").filter(_HAS_ID).sort_by("stream_pos").alias("sent"),
+            (~pl.col("id_only")).sum().alias("payloads"),
+        )
     )
     sent_text = (
         pl.when(pl.col("payloads") > 0)
@@ -87,14 +104,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.format("{} request {}", "request_method", "request_id").alias("what"),
     )
     return (
-        due.group_by("r_flow")
-        .agg(
-            pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("due"),
-            pl.all().exclude("event_id").first(),
+        unserved.join(
+            sent.filter((pl.col("payloads") > 0) | (pl.col("sent").list.len() > 0)), on="r_flow"
         )
-        .join(came, on="r_flow", how="anti")
-        .join(errors, on="r_flow", how="anti")
-        .join(sent.filter((pl.col("payloads") > 0) | (pl.col("sent").list.len() > 0)), on="r_flow")
         .join(streams, on="stream_id")
         .select(
             pl.col("session_id").alias("session"),
