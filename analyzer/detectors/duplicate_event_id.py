@@ -36,25 +36,30 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     # The events whose id recurs in their session (`Timeline.recurring_events`): only those
     # can have been issued with more than one payload.
+    recurring = timeline.recurring_events.join(kinds, on="session_id", how="left").with_columns(
+        scope, pl.struct("event", "payload_hash").alias("_payload")
+    )
+    key = ("session_id", "_scope", "event_id")
+    # Most recurring ids are replays of one payload: only the ids with several meet their flows.
+    several = (
+        recurring.group_by(key)
+        .agg(pl.col("_payload").n_unique().alias("_payloads"))
+        .filter(pl.col("_payloads") > 1)
+    )
     issued = (
-        timeline.recurring_events.join(kinds, on="session_id", how="left")
-        .with_columns(scope, pl.struct("event", "payload_hash").alias("_payload"))
+        recurring.join(several, on=key, nulls_equal=True)
         .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")
     )
-    found = (
-        issued.group_by("session_id", "_scope", "event_id")
-        .agg(
-            pl.col("_payload").n_unique().alias("_payloads"),
-            pl.len().alias("_issues"),
-            pl.col("flow_id").unique(maintain_order=True).alias("flow_ids"),
-            pl.col("stream_id").drop_nulls().unique(maintain_order=True).alias("stream_ids"),
-            pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
-            pl.col("era").first(),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-        .filter(pl.col("_payloads") > 1)
+    found = issued.group_by(key).agg(
+        pl.col("_payloads").first(),
+        pl.len().alias("_issues"),
+        pl.col("flow_id").unique(maintain_order=True).alias("flow_ids"),
+        pl.col("stream_id").drop_nulls().unique(maintain_order=True).alias("stream_ids"),
+        pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
+        pl.col("era").first(),
+        pl.col("ts").min().alias("first_ts"),
+        pl.col("ts").max().alias("last_ts"),
     )
     joined = pl.col("flow_ids").list.join(", ")
     replicas = pl.col("_replicas").list.join(", ").fill_null("")
