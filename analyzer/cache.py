@@ -15,16 +15,16 @@ a single capture, dump or HAR file, holding one entry folder per input:
                                        first input this is (analyzer.timeline.stored)
 
 Files are 0600. The key hashes every input file's name, size and mtime, the capture schema,
-`NORMALIZED_VERSION` and the options that change normalization (replica and client header),
-so a grown `.partial`, a new analyzer or another option gives a new entry; older entries of the
-same input are removed when a new one is written. An entry is built in a `.tmp-*` folder and
-renamed into place once complete, so a reader never sees half an entry. An entry is read only
-when its parts are exactly those its manifest lists, each with its SHA-256: Parquet reads a
-part damaged in place without complaint, as other values. A part an earlier analysis hashed is
-not hashed again unless written to since (`digests`). A damaged entry is set aside (a `.tmp-*`
-folder, swept later), a warning names it, and the input is parsed again. When the
-folder is not writable, a private temporary folder is used instead and removed at exit: no
-cache, same result.
+the source of the code that normalizes (`NORMALIZING_CODE`) with the Polars version, and the
+options that change normalization (replica and client header), so a grown `.partial`, a changed
+parser or another option gives a new entry; older entries of the same input are removed when a
+new one is written. An entry is built in a `.tmp-*` folder and renamed into place once complete,
+so a reader never sees half an entry. An entry is read only when its parts are exactly those its
+manifest lists, each with its SHA-256: Parquet reads a part damaged in place without complaint,
+as other values. A part an earlier analysis hashed is not hashed again unless written to since
+(`digests`). A damaged entry is set aside (a `.tmp-*` folder, swept later), a warning names it,
+and the input is parsed again. When the folder is not writable, a private temporary folder is
+used instead and removed at exit: no cache, same result.
 """
 
 from __future__ import annotations
@@ -43,15 +43,18 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import polars as pl
 
 from analyzer.records import SCHEMA
-from analyzer.schema import NORMALIZED_VERSION
 from analyzer.scratch import scratch_prefix
 
 __all__ = [
     "CACHE_DIR",
+    "NORMALIZING_CODE",
     "CacheEntry",
     "build_entry",
     "digests",
@@ -74,6 +77,24 @@ _SETTLED_NS = 2_000_000_000
 # found (2: the manifest lists each part's SHA-256).
 _ENTRY_FORMAT = 2
 _STALE_TMP_S = 3600
+NORMALIZING_CODE: Final = (
+    "canonical.py",
+    "capture/framing.py",
+    "capture/recorder.py",
+    "ingest/__init__.py",
+    "ingest/common.py",
+    "ingest/har.py",
+    "ingest/jsonl.py",
+    "ingest/mitm.py",
+    "jsonrpc.py",
+    "normalize.py",
+    "records.py",
+    "schema.py",
+    "sse.py",
+)
+"""The modules (under `analyzer/`) whose code decides what an input's normalized tables hold:
+their source is in the key, so a parser fix heals cached captures by itself, as a change to the
+timeline's code does its stored frames (`analyzer.timeline.stored`)."""
 _temp_dirs: list[str] = []
 
 
@@ -83,6 +104,21 @@ def _remove_temp_dirs() -> None:
 
 
 atexit.register(_remove_temp_dirs)
+
+
+@cache
+def _code_digest() -> str:
+    """`_source_digest` of this package: read once a process."""
+    return _source_digest(Path(__file__).parent)
+
+
+def _source_digest(root: Path) -> str:
+    """SHA-256 of the Polars version and the source of `NORMALIZING_CODE` under `root`."""
+    digest = hashlib.sha256(pl.__version__.encode())
+    for name in NORMALIZING_CODE:
+        digest.update(name.encode())
+        digest.update((root / name).read_bytes())
+    return digest.hexdigest()
 
 
 def input_key(
@@ -98,7 +134,7 @@ def input_key(
         st = path.stat()
         stats.append([path.name, st.st_size, st.st_mtime_ns])
     ingredients = {
-        "normalized_version": NORMALIZED_VERSION,
+        "code": _code_digest(),
         "entry_format": _ENTRY_FORMAT,
         "capture_schema": SCHEMA,
         "kind": kind,

@@ -28,7 +28,6 @@ __all__ = [
     "INT32_END",
     "INT64_END",
     "MESSAGES",
-    "NORMALIZED_VERSION",
     "OUTCOME",
     "PAYLOADS",
     "RAW_EVENTS",
@@ -52,10 +51,6 @@ __all__ = [
     "assert_schema",
     "empty",
 ]
-
-# Bumped whenever a normalized table changes shape or meaning: it is part of the cache key, so a
-# new analyzer never reads an old cache it would misunderstand.
-NORMALIZED_VERSION = 6
 
 TS: pl.DataType = pl.Datetime("ns", "UTC")
 """Every timestamp: wall clock of the capturing proxy, ns since the epoch, UTC."""

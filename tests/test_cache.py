@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +39,50 @@ def test_key_follows_size_mtime_and_options(tmp_path: Path) -> None:
     assert key != _key(path)
     path.write_bytes(b"xy\n")
     assert len({key, _key(path)}) == 2
+
+
+def test_key_follows_the_normalizing_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "analyzer"
+    for name in cache.NORMALIZING_CODE:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(cache.__file__).parent / name, copy / name)
+    digest = cache._source_digest(copy)
+    assert digest == cache._code_digest()
+    with (copy / "sse.py").open("a", encoding="utf-8") as source:
+        source.write("# a parser fix\n")
+    assert cache._source_digest(copy) != digest
+    path = _file(tmp_path)
+    key = _key(path)
+    monkeypatch.setattr(cache, "_code_digest", lambda: "another parser")
+    assert _key(path) != key
+
+
+# Imported by the readers, yet deciding nothing a normalized table holds: the package's version,
+# the cache itself (its layout is `_ENTRY_FORMAT`), temporary folders, the capture package's
+# exports, and the proxy's capture writer and redaction (readers write and redact nothing).
+_NOT_NORMALIZING = {
+    "__init__.py",
+    "cache.py",
+    "scratch.py",
+    "capture/__init__.py",
+    "capture/redaction.py",
+    "capture/writer.py",
+}
+
+
+def test_every_module_the_readers_import_is_in_the_key() -> None:
+    probe = (
+        "import sys, analyzer.ingest, analyzer.ingest.jsonl, analyzer.ingest.har, "
+        "analyzer.ingest.mitm\n"
+        "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.startswith('analyzer')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    root = Path(cache.__file__).parent
+    imported = {Path(line).relative_to(root).as_posix() for line in done.stdout.split()}
+    assert "normalize.py" in imported and "ingest/mitm.py" in imported
+    assert imported - _NOT_NORMALIZING == set(cache.NORMALIZING_CODE)
 
 
 def test_entry_is_private_and_found_after_commit(tmp_path: Path) -> None:
