@@ -89,6 +89,12 @@ def partial_replay(c: Capture) -> None:  # causal-gap's to judge
     s.resume(U[1], progress(U[2], 2), prime(U[4]))
 
 
+def replay_under_fresh_ids(c: Capture) -> None:  # what was due came again, renumbered
+    s = Session(c, "S1")
+    s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
+    s.resume("e2", progress("f3", 2), prime("f4"))
+
+
 def answer_without_events(c: Capture) -> None:
     s = Session(c, "S1")
     s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
@@ -116,6 +122,7 @@ def resume_answered_404(c: Capture) -> None:
 CLEAN = {
     "correct replay, then a new priming event": correct_replay_then_new_priming,
     "partial replay": partial_replay,
+    "replay under fresh ids": replay_under_fresh_ids,
     "answer without events": answer_without_events,
     "cursor refused with an error": cursor_refused_with_an_error,
     "nothing was due": nothing_was_due,
