@@ -56,36 +56,22 @@ def _part(text: pl.Expr, ids: pl.Expr, flows: pl.Expr, first: str, last: str) ->
     ]
 
 
-def _carried(tl: Timeline, events: pl.LazyFrame) -> pl.LazyFrame:
+def _again(prefix: str) -> pl.Expr:
+    """Delivered again by `prefix` ("id" or "payload"): some event of the stream with the same
+    id (or payload) on the resume's incarnation or a later one, or at or after its request.
+    Both thresholds are monotone, so the latest such incarnation and time say it
+    (`analyzer.timeline.cursors.LATEST_DELIVERY`, kept in `Timeline.after_cursor`)."""
+    return (
+        (pl.col(f"{prefix}_last_inc") >= pl.col("r_inc"))
+        | (pl.col(f"{prefix}_last_ts") >= pl.col("r_ts"))
+    ).fill_null(False)
+
+
+def _carried(tl: Timeline) -> pl.LazyFrame:
     """Events on the wire after the cursor, before the resume, never delivered again."""
-    # "Delivered again" for a resume is: some event of the stream with the same id (or payload)
-    # on its incarnation or a later one, or at or after its request. Both thresholds are
-    # monotone, so the latest incarnation and time per (stream, id) and (stream, payload) say
-    # it: no join of every resume with every event of its stream is kept. Only the ids and
-    # payloads of the events after some cursor (`Timeline.after_cursor`, few rows, read three
-    # times) are looked up: those are aggregated, not all.
-    after = tl.after_cursor.with_columns(_REPLICA).cache()
-
-    def latest(key: str) -> pl.LazyFrame:
-        wanted = after.select("stream_id", key).unique()
-        return (
-            events.join(wanted, on=["stream_id", key], how="semi")
-            .group_by("stream_id", key)
-            .agg(pl.col("incarnation").max(), pl.col("ts").max())
-        )
-
-    by_id, by_payload = latest("event_id"), latest("payload_hash")
-
-    def again(suffix: str) -> pl.Expr:
-        return (
-            (pl.col(f"incarnation{suffix}") >= pl.col("r_inc"))
-            | (pl.col(f"ts{suffix}") >= pl.col("r_ts"))
-        ).fill_null(False)
-
     lost = (
-        after.join(by_id, on=["stream_id", "event_id"], how="left", suffix="_id")
-        .join(by_payload, on=["stream_id", "payload_hash"], how="left", suffix="_p")
-        .filter(~again("_id") & ~again("_p"))
+        tl.after_cursor.with_columns(_REPLICA)
+        .filter(~_again("id") & ~_again("payload"))
         .group_by("stream_id", "r_flow", "cursor", "cursor_flow_id", "r_replica", "r_ts")
         .agg(pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("lost"))
     )
@@ -225,11 +211,10 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     # The resumes (few, placed at their cursor when the timeline was built) and each part are
     # collected here, one after the other: as one plan, the streaming engine ran the parts
     # together and held all their caches at once (10M events: detector peak 990 MB, 890 MB so;
-    # same time). `_carried` looks the events it lost up among the resumed streams' events
-    # (`Timeline.resumed_events`, selected once when the timeline was built).
+    # same time). `_carried` reads what was delivered again from `Timeline.after_cursor`.
     resumes = timeline.resumes_at_cursor.with_columns(_REPLICA).collect(engine="streaming")
     found = (
-        _carried(timeline, timeline.resumed_events),
+        _carried(timeline),
         _skipped(timeline, resumes.lazy(), progress_jump),
         _owed(timeline, resumes.lazy()),
     )

@@ -16,6 +16,7 @@ from analyzer.timeline.replays import INCARNATION, ISSUED
 
 __all__ = [
     "AFTER_CURSOR_EVENT_COLUMNS",
+    "LATEST_DELIVERY",
     "RESUME_COLUMNS",
     "after_cursor",
     "carried_after_cursor",
@@ -26,6 +27,9 @@ RESUME_COLUMNS: Final = ("answer_status", "cursor_replica", "answer_replica")
 """The RESUMPTIONS columns `Timeline.resumes_at_cursor` keeps besides `resumed_at_cursor`'s."""
 AFTER_CURSOR_EVENT_COLUMNS: Final = ("ts", "incarnation", "stream_pos", "event_id", "payload_hash")
 """The SSE_EVENTS columns of `after_cursor` (besides the resume's)."""
+LATEST_DELIVERY: Final = ("id_last_inc", "id_last_ts", "payload_last_inc", "payload_last_ts")
+"""The columns `after_cursor` adds last: the latest incarnation and time at which the stream
+carried an event with the row's id (`id_`), and with its payload (`payload_`)."""
 
 
 def resumed_at_cursor(
@@ -111,6 +115,24 @@ def after_cursor(
 ) -> pl.LazyFrame:
     """`carried_after_cursor` of the resumes (`resumed_at_cursor` output) over the events that
     issue an id, by id and payload: what each resume's stream carried after the cursor before
-    it (`resumed_events`: the events of the streams a resume continued)."""
+    it (`resumed_events`: the events of the streams a resume continued).
+
+    With `LATEST_DELIVERY`: whether, and how late, the stream delivered each such event again.
+    """
     candidates = resumed_events.filter(ISSUED).select("stream_id", *AFTER_CURSOR_EVENT_COLUMNS)
-    return carried_after_cursor(resumes, candidates, incarnations, ("event_id", "payload_hash"))
+    after = carried_after_cursor(
+        resumes, candidates, incarnations, ("event_id", "payload_hash")
+    ).cache()  # read by both lookups below and joined to them: computed once
+    for key, prefix in (("event_id", "id"), ("payload_hash", "payload")):
+        # Only the keys of these few rows are looked up among every event of the streams.
+        latest = (
+            resumed_events.join(after.select("stream_id", key).unique(), on=["stream_id", key],
+                                how="semi")
+            .group_by("stream_id", key)
+            .agg(
+                pl.col("incarnation").max().alias(f"{prefix}_last_inc"),
+                pl.col("ts").max().alias(f"{prefix}_last_ts"),
+            )
+        )  # fmt: skip
+        after = after.join(latest, on=["stream_id", key], how="left", maintain_order="left")
+    return after

@@ -118,6 +118,12 @@ def replay_finished_at_a_later_incarnation(c: Capture) -> None:
     s.resume("e3", progress("e4", 3), progress("e5", 4), result("e6", 5))
 
 
+def replay_under_fresh_ids(c: Capture) -> None:  # the same messages, renumbered
+    s = Session(c, "S1")
+    s.call(5, prime("e1"), progress("e2", 1), progress("e3", 2), progress("e4", 3))
+    s.resume("e2", progress("f3", 2), progress("f4", 3), result("f5", 5))
+
+
 def uneven_progress_steps(c: Capture) -> None:
     s = Session(c, "S1")
     s.call(5, prime("s1_1"), progress("s1_2", 100), progress("s1_3", 350), progress("s1_4", 900))
@@ -158,6 +164,7 @@ def sessionless_stream_closed_then_reissued(c: Capture) -> None:
 CLEAN = {
     "correct replay, then a new priming event": correct_replay_then_new_priming,
     "replay finished at a later incarnation": replay_finished_at_a_later_incarnation,
+    "replay under fresh ids": replay_under_fresh_ids,
     "uneven progress steps": uneven_progress_steps,
     "contiguous replay in even steps": contiguous_replay_in_even_steps,
     "client cancelled the request": cancelled_after_the_resume,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from analyzer.timeline.cursors import carried_after_cursor, resumed_at_cursor
+from analyzer.timeline.cursors import (
+    LATEST_DELIVERY,
+    after_cursor,
+    carried_after_cursor,
+    resumed_at_cursor,
+)
 
 # Stream s1 resumed by flow g1 (its own incarnation); s2 resumed by g2, which was answered as a
 # new stream (not an incarnation of s2); s3 a cursor that resolved to nothing.
@@ -161,4 +166,32 @@ def test_carried_after_cursor_reads_a_resume_loop_once_a_key() -> None:
     assert len(got) == 3 * k
     assert got.group_by("r_flow").agg(pl.col("stream_pos").sort()).sort("r_flow").rows() == [
         (f"r{i}", [1, 2, 3]) for i in sorted(range(1, k + 1), key=lambda i: f"r{i}")
+    ]
+
+
+def test_after_cursor_says_when_the_stream_carried_each_event_again() -> None:
+    # Stream s: incarnation 0 sent e1..e3; the resume from e1 (incarnation 1) replayed e2 and
+    # sent e3's payload again under the id e9, then e3's id again with another payload.
+    events = pl.LazyFrame(
+        {
+            "stream_id": ["s"] * 6,
+            "flow_id": ["f0", "f0", "f0", "g1", "g1", "g1"],
+            "incarnation": [0, 0, 0, 1, 1, 1],
+            "stream_pos": [0, 1, 2, 3, 4, 5],
+            "ts": [10, 11, 12, 30, 31, 32],
+            "event_id": ["e1", "e2", "e3", "e2", "e9", "e3"],
+            "payload_hash": ["p1", "p2", "p3", "p2", "p3", "p8"],
+            "id_only": [False] * 6,
+        }
+    )
+    incarnations = pl.LazyFrame(
+        {"stream_id": ["s", "s"], "incarnation": [0, 1], "base_events": [0, 3]}
+    )
+    resumes = pl.LazyFrame(
+        {"stream_id": ["s"], "r_flow": ["g1"], "r_inc": [1], "r_ts": [29], "c_pos": [0]}
+    )
+    got = after_cursor(resumes, events, incarnations).sort("stream_pos").collect()
+    assert got.select("event_id", *LATEST_DELIVERY).rows() == [
+        ("e2", 1, 30, 1, 30),  # replayed as it was
+        ("e3", 1, 32, 1, 31),  # its id came again at 32, its payload (as e9) at 31
     ]

@@ -23,6 +23,7 @@ from analyzer.timeline import (
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.cursors import (
     AFTER_CURSOR_EVENT_COLUMNS,
+    LATEST_DELIVERY,
     RESUME_COLUMNS,
     carried_after_cursor,
     resumed_at_cursor,
@@ -227,4 +228,23 @@ def test_resumes_at_cursor_and_after_cursor_are_those_of_every_event(
     ).collect()
     assert resumes.height >= 1 and after.height >= 1  # the fixture resumes after a gap
     assert_frame_equal(timeline.resumes_at_cursor.collect(), resumes, check_row_order=False)
-    assert_frame_equal(timeline.after_cursor.collect(), after, check_row_order=False)
+    kept = timeline.after_cursor.collect()
+    assert_frame_equal(kept.drop(LATEST_DELIVERY), after, check_row_order=False)
+
+
+def test_after_cursor_latest_deliveries_are_those_of_every_event(
+    round_robin: tuple[Timeline, bool],
+) -> None:
+    # Looked up among the resumed streams' events; here among every event of the capture.
+    timeline, _ = round_robin
+    events = timeline.sse_events.collect()
+    after = timeline.after_cursor.collect()
+    assert after.height >= 1
+    for row in after.iter_rows(named=True):
+        for key, prefix in (("event_id", "id"), ("payload_hash", "payload")):
+            same = events.filter(
+                (pl.col("stream_id") == row["stream_id"]) & (pl.col(key) == row[key])
+            )
+            assert same.height >= 1  # the row's own event at least
+            assert row[f"{prefix}_last_inc"] == same["incarnation"].max()
+            assert row[f"{prefix}_last_ts"] == same["ts"].max()
