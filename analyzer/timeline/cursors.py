@@ -120,19 +120,20 @@ def after_cursor(
     With `LATEST_DELIVERY`: whether, and how late, the stream delivered each such event again.
     """
     candidates = resumed_events.filter(ISSUED).select("stream_id", *AFTER_CURSOR_EVENT_COLUMNS)
-    after = carried_after_cursor(
+    carried = carried_after_cursor(
         resumes, candidates, incarnations, ("event_id", "payload_hash")
     ).cache()  # read by both lookups below and joined to them: computed once
+    after = carried
     for key, prefix in (("event_id", "id"), ("payload_hash", "payload")):
         # Only the keys of these few rows are looked up among every event of the streams.
+        wanted = carried.select("stream_id", key).unique()
         latest = (
-            resumed_events.join(after.select("stream_id", key).unique(), on=["stream_id", key],
-                                how="semi")
+            resumed_events.join(wanted, on=["stream_id", key], how="semi")
             .group_by("stream_id", key)
             .agg(
                 pl.col("incarnation").max().alias(f"{prefix}_last_inc"),
                 pl.col("ts").max().alias(f"{prefix}_last_ts"),
             )
-        )  # fmt: skip
+        )
         after = after.join(latest, on=["stream_id", key], how="left", maintain_order="left")
     return after
