@@ -76,11 +76,16 @@ def test_every_module_the_readers_import_is_in_the_key() -> None:
         "analyzer.ingest.mitm\n"
         "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.startswith('analyzer')))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
     root = Path(cache.__file__).parent
-    imported = {Path(line).relative_to(root).as_posix() for line in done.stdout.split()}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=root.parent,  # this source tree's package, whatever is installed
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    imported = {Path(line).relative_to(root).as_posix() for line in done.stdout.splitlines()}
     assert "normalize.py" in imported and "ingest/mitm.py" in imported
     assert imported - _NOT_NORMALIZING == set(cache.NORMALIZING_CODE)
 
