@@ -29,7 +29,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.answers import CANCELLATION
+from analyzer.timeline.answers import CANCELLATION, REQUEST
 from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
@@ -178,9 +178,9 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
     """Resumed request streams whose response never arrived anywhere and was not cancelled."""
     # Answered: the stream's request row says whether an answer to it came at or after it
     # (`analyzer.timeline.answers`).
-    answered = tl.rpc_messages.filter(
-        (pl.col("direction") == "c2s") & (pl.col("kind") == "request") & pl.col("answered")
-    ).select("stream_id", pl.col("rpc_id").alias("request_id"))
+    answered = tl.rpc_messages.filter(REQUEST & pl.col("answered")).select(
+        "stream_id", pl.col("rpc_id").alias("request_id")
+    )
     cancels = tl.rpc_messages.filter(CANCELLATION).select(
         "session_id", pl.col("cancel_id").alias("request_id")
     )

@@ -33,7 +33,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.answers import CANCELLATION, CARRIER
+from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
 from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
@@ -84,8 +84,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # The unanswered requests (a few): only those meet their exchange and stream. `answered`:
     # an answer to the request (`analyzer.timeline.answers`) came at or after it.
     sent = msgs.filter(
-        (pl.col("direction") == "c2s")
-        & (pl.col("kind") == "request")
+        REQUEST
         & (pl.col("source") == "request_body")
         & pl.col("rpc_id").is_not_null()
         & (pl.col("method") != "subscriptions/listen").fill_null(True)

@@ -31,7 +31,7 @@ from analyzer import schema as S
 from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.normalize import NormalizedFrames
 from analyzer.timeline import stored
-from analyzer.timeline.answers import CANCELLATION, answered_requests
+from analyzer.timeline.answers import CANCELLATION, REQUEST, answered_requests
 from analyzer.timeline.counters import id_counters
 from analyzer.timeline.cursors import RESUME_COLUMNS, after_cursor, resumed_at_cursor
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
@@ -69,7 +69,7 @@ __all__ = [
 RPC_MESSAGE_ROWS: Final = (
     RPC_ROWS
     | ((pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"]))
-    | ((pl.col("direction") == "c2s") & (pl.col("kind") == "request"))
+    | REQUEST
     | CANCELLATION
 )
 """The MESSAGES rows of `Timeline.rpc_messages`: every request, response, error and

@@ -28,7 +28,7 @@ import polars as pl
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.order import latest_before
 
-__all__ = ["ANSWER", "CANCELLATION", "CARRIER", "answered_requests"]
+__all__ = ["ANSWER", "CANCELLATION", "CARRIER", "REQUEST", "answered_requests"]
 
 ANSWER: Final = (
     (pl.col("direction") == "s2c")
@@ -38,6 +38,9 @@ ANSWER: Final = (
     & (pl.col("rpc_id") != "null")
 )
 """The message rows that answer a request."""
+
+REQUEST: Final = (pl.col("direction") == "c2s") & (pl.col("kind") == "request")
+"""The message rows of the client's requests (the rows `answered` is set on)."""
 
 CANCELLATION: Final = (pl.col("direction") == "c2s") & (
     pl.col("method") == "notifications/cancelled"
@@ -61,12 +64,11 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
     and for each request whether an answer to it came at or after it (null for other rows)."""
     rows = rpc.with_row_index("_msg").cache()  # read again and again below: numbered once
     known = pl.col("session_id").is_not_null() & pl.col("rpc_id").is_not_null()
-    request = (pl.col("direction") == "c2s") & (pl.col("kind") == "request")
     # (session, id, carrier) matched as two 64-bit hashes of it: a join on the three strings
     # was the timeline's peak (10M events: +180 MB). Distinct keys collide in both at odds of
     # 2**-128, less than two random UUIDs do.
     hashed = _hashed(CARRIER)
-    requests = rows.filter(request & known)
+    requests = rows.filter(REQUEST & known)
     opened = requests.select(*hashed, pl.lit(True).alias("_own")).unique()
     matched = (
         rows.filter(ANSWER & known)
@@ -115,7 +117,7 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
         .agg(pl.col("ts").max().alias("_last"))
     )
     flags = (
-        with_answers.select(*hashed, request.alias("_request"), "ts")
+        with_answers.select(*hashed, REQUEST.alias("_request"), "ts")
         .join(replied, on=["_h1", "_h2"], how="left", maintain_order="left")
         .select(
             pl.when("_request")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.answers import CANCELLATION, CARRIER
+from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
 
 __all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
 
@@ -106,11 +106,7 @@ def tool_calls(
     # below read this small frame, cached so that the scan is not repeated for each of them.
     messages = messages.filter(RPC_ROWS).cache()
     calls = (
-        messages.filter(
-            (pl.col("direction") == "c2s")
-            & (pl.col("kind") == "request")
-            & (pl.col("method") == "tools/call")
-        )
+        messages.filter(REQUEST & (pl.col("method") == "tools/call"))
         .select(
             "session_id",
             "flow_id",
