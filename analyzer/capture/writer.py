@@ -51,7 +51,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from analyzer import SeamwatchError
-from analyzer.records import RECORD_ADAPTER
+from analyzer.record_models import RECORD_ADAPTER
 
 __all__ = ["CaptureError", "CaptureWriter", "make_capture_dir", "prepare_capture_dir"]
 

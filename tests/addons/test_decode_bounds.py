@@ -23,7 +23,7 @@ import pytest
 from analyzer.capture.framing import _BODY_STEP, decode_body
 from analyzer.capture.recorder import DEFAULT_BODY_CAP
 from analyzer.cli import main as analyze_main
-from analyzer.records import RECORD_ADAPTER
+from analyzer.record_models import RECORD_ADAPTER
 from tests.support.memory import traced_peak
 from tests.support.origin import Origin, Script
 from tests.support.proxy import read_records, run_mitmdump, run_proxy

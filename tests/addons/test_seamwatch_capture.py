@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from analyzer.cli import main as analyze_main
-from analyzer.records import RECORD_ADAPTER
+from analyzer.record_models import RECORD_ADAPTER
 from analyzer.sse import SseDecoder, decode_all
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, run_mitmdump, run_proxy

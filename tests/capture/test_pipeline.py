@@ -13,7 +13,7 @@ from analyzer.capture.pipeline import CaptureClient
 from analyzer.capture.recorder import Recorder
 from analyzer.capture.redaction import Redactor
 from analyzer.capture.writer import CaptureError
-from analyzer.records import RECORD_ADAPTER
+from analyzer.record_models import RECORD_ADAPTER
 from tests.support.proxy import read_records
 
 pytestmark = pytest.mark.timeout(60)

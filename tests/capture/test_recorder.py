@@ -9,7 +9,7 @@ from pydantic_core import to_json
 
 from analyzer.capture.recorder import Recorder, StreamTap, header_value, is_event_stream
 from analyzer.capture.redaction import Redactor
-from analyzer.records import RECORD_ADAPTER
+from analyzer.record_models import RECORD_ADAPTER
 from analyzer.sse import decode_all
 
 

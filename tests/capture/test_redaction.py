@@ -16,7 +16,7 @@ from analyzer.capture.redaction import (
     DEFAULT_QUERY_KEYS,
     Redactor,
 )
-from analyzer.records import RedactionPolicy
+from analyzer.record_models import RedactionPolicy
 
 KEY = b"k" * 32
 R = Redactor(key=KEY)

@@ -17,7 +17,8 @@ import pytest
 from pydantic_core import to_json
 
 from analyzer.capture.writer import CaptureError, CaptureWriter, prepare_capture_dir
-from analyzer.records import RECORD_ADAPTER, SCHEMA, CaptureOpen
+from analyzer.record_models import RECORD_ADAPTER, CaptureOpen
+from analyzer.records import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,7 +30,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from analyzer.records import Body
+from analyzer.record_models import Body
 from analyzer.schema import TIMELINE_FRAMES
 from analyzer.sse import decode_all
 from analyzer.timeline import Timeline, load_timeline
