@@ -57,17 +57,20 @@ def _evidence(key: pl.Expr, texts: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-def _recurring(rows: pl.LazyFrame, counted: pl.LazyFrame, *key: str) -> pl.LazyFrame:
+def _recurring(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
     """The rows whose key recurs: only those can be in a group of two (a cheap pass over every
     row, so that the evidence lists are built for the few groups that can become findings).
 
-    The pass is `recurring_hashes` of `counted` (the rows of `rows`, or more, from a plan
-    written otherwise: a scan shared by the pass and the rows would be kept whole until both had
-    read it). A collision, or a row of `counted` only, lets a row through whose group then
-    holds one row. A semi-join keeps the rows."""
+    The pass, `recurring_hashes`, is collected first (a plan joining the rows to a key set it
+    is still computing would hold them all until the set was complete); a collision lets a row
+    through whose group then holds one row. A semi-join keeps the rows; when no key recurs
+    (most captures: answer ids recur in resumes and reused ids only), none is read again."""
+    keys = recurring_hashes(rows, *key).collect(engine="streaming")
+    if keys.is_empty():
+        return rows.clear()
     return (
         rows.with_columns(pl.struct(*key).hash().alias("_key"))
-        .join(recurring_hashes(counted, *key), on="_key", how="semi")
+        .join(keys.lazy(), on="_key", how="semi")
         .drop("_key")
     )
 
@@ -91,13 +94,8 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     answered twice), else (no captured request) its id."""
     # An error with a null id (a transport-level refusal: "Session not found" after a server
     # restart, a missing session header) answers no request: `ANSWER` leaves it out.
-    rows = timeline.rpc_messages.filter(ANSWER)
-    counted = timeline.rpc_messages.filter(
-        (pl.col("direction") != "c2s") & pl.col("kind").is_in(["response", "error"])
-        & (pl.col("rpc_id") != "null")
-    )  # fmt: skip
     return (
-        _recurring(rows, counted, "session_id", "rpc_id")
+        _recurring(timeline.rpc_messages.filter(ANSWER), "session_id", "rpc_id")
         .pipe(_placed, timeline)
         .with_columns(
             pl.when(SESSIONLESS.fill_null(False))
