@@ -27,7 +27,7 @@ from analyzer.detectors import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.keys import SESSIONLESS
-from analyzer.timeline.replays import recurring_hashes
+from analyzer.timeline.replays import key_hash, recurring_hashes
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -68,11 +68,7 @@ def _recurring(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
     keys = recurring_hashes(rows, *key).collect(engine="streaming")
     if keys.is_empty():
         return rows.clear()
-    return (
-        rows.with_columns(pl.struct(*key).hash().alias("_key"))
-        .join(keys.lazy(), on="_key", how="semi")
-        .drop("_key")
-    )
+    return rows.with_columns(key_hash(*key)).join(keys.lazy(), on="_key", how="semi").drop("_key")
 
 
 def _placed(rows: pl.LazyFrame, timeline: Timeline) -> pl.LazyFrame:

@@ -22,6 +22,7 @@ __all__ = [
     "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
     "RESUMED_PROGRESS_COLUMNS",
+    "key_hash",
     "owned",
     "recurring_events",
     "recurring_hashes",
@@ -64,12 +65,17 @@ def owned(*names: str) -> pl.Expr:
 
 ISSUED: Final = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
 """SSE_EVENTS rows that issue an id (a priming event names one but carries nothing)."""
-_KEY: Final = pl.struct("session_id", "event_id").hash().alias("_key")
+
+
+def key_hash(*key: str) -> pl.Expr:
+    """`_key`: the 64-bit hash of a row's `key` values, as `recurring_hashes` lists them (a
+    reader joins its rows to those on it)."""
+    return pl.struct(*key).hash().alias("_key")
 
 
 def recurring_hashes(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
-    """The 64-bit hashes (`_key`, `pl.struct(*key).hash()`) of the `key` values that more than
-    one row of `rows` carries.
+    """The 64-bit hashes (`_key`, `key_hash(*key)`) of the `key` values that more than one row
+    of `rows` carries.
 
     Found by sorting the hashes on the streaming engine and keeping a hash equal to its
     predecessor (8 bytes a row; a count per key in a hash table holds several times that). A
@@ -79,7 +85,7 @@ def recurring_hashes(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
     complete.
     """
     return (
-        rows.select(pl.struct(*key).hash().alias("_key"))
+        rows.select(key_hash(*key))
         .sort("_key")
         .filter(pl.col("_key") == pl.col("_key").shift())
         .unique()
@@ -98,7 +104,7 @@ def recurring_events(events: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
     `recurring_keys(events)` (`keys`)."""
     return (
         events.filter(ISSUED)
-        .select(*RECURRING_EVENT_COLUMNS, _KEY)
+        .select(*RECURRING_EVENT_COLUMNS, key_hash("session_id", "event_id"))
         .join(keys, on="_key", how="semi")
         .drop("_key")
         .with_columns(
