@@ -6,6 +6,9 @@
 Each phase runs in its own process (so peak RSS is the phase's own) and prints SSE events/s:
 
 - parse:    read_inputs with the cache removed first (JSON lines → Parquet, both cores);
+- decode:   JSON decoding alone, the floor of a first parse: every line of the capture files and
+            every `data:` line of their chunks' SSE text decoded with orjson, one process a
+            core, nothing checked, kept or written;
 - cached:   load_timeline from the cache (its first run after the parse builds the timeline's
             collected frames and stores them, `analyzer.timeline.stored`) + a per-session pass
             over sse_events and messages on the streaming engine, as a detector does (not
@@ -25,6 +28,7 @@ machine it moves less than wall.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
-PHASES = ("parse", "cached", "analyze-built", "analyze", "cli", "ceiling")
+PHASES = ("parse", "decode", "cached", "analyze-built", "analyze", "cli", "ceiling")
 
 
 def _cpu() -> float:
@@ -63,6 +67,26 @@ def _cached_events(path: Path) -> pl.LazyFrame:
     return pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
 
 
+def _decode(files: list[Path]) -> int:
+    """The `decode` phase's work in one process: the SSE events (blocks) of the chunks read."""
+    import orjson
+
+    events = 0
+    for file in files:
+        with file.open("rb") as fh:
+            for line in fh:
+                record = orjson.loads(line)
+                text = record["data"].get("text") if record.get("kind") == "chunk" else None
+                if not text:
+                    continue
+                events += text.count("\n\n")
+                for field in text.split("\n"):
+                    if field.startswith("data:") and len(field) > 5:
+                        with contextlib.suppress(orjson.JSONDecodeError):
+                            orjson.loads(field[5:])
+    return events
+
+
 def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
     """Run phase `name`; return what counts its SSE events (a count the phase did not make
     itself is made when called, after the clock has stopped)."""
@@ -71,6 +95,16 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
     from analyzer.ingest import read_inputs
     from analyzer.timeline import RawTables, build_timeline, load_timeline
 
+    if name == "decode":
+        from concurrent.futures import ProcessPoolExecutor
+
+        from analyzer.ingest.jsonl import capture_files
+
+        workers = os.cpu_count() or 1
+        files = capture_files(path)
+        with ProcessPoolExecutor(workers) as pool:
+            decoded = sum(pool.map(_decode, [files[i::workers] for i in range(workers)]))
+        return lambda: decoded
     if name == "parse":
         ingested = read_inputs([path])
         events = ingested.scan("events").select(pl.len()).collect().item()
