@@ -88,6 +88,7 @@ def analyze_command(args: argparse.Namespace) -> int:
             client_header=args.client_header,
             use_cache=not args.no_cache,
             on_progress=progress.read,
+            on_step=progress.step,
             spill_dir=Path(spill),
         )
         chosen = select_detectors(only=only, disable=disable)
@@ -115,6 +116,7 @@ def load_timeline(
     client_header: str | None,
     use_cache: bool,
     on_progress: Callable[[str, int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
     spill_dir: Path | None = None,
 ) -> Timeline:
     """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
@@ -129,6 +131,7 @@ def load_timeline(
             client_header=client_header,
             cache=use_cache,
             on_progress=on_progress,
+            on_step=on_step,
             spill_dir=spill_dir,
         )
     except (IngestError, SeamwatchError, OSError) as e:

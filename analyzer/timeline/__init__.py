@@ -502,12 +502,14 @@ def load_timeline(
     cache: bool = True,
     workers: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
     spill_dir: Path | None = None,
 ) -> Timeline:
     """Read the inputs (through the Parquet cache) and build their timeline (`spill_dir`: see
     `build_timeline`). With the cache, the collected frames of the timeline are read from it
     when an earlier analysis of the same inputs stored them, and stored otherwise
-    (`analyzer.timeline.stored`)."""
+    (`analyzer.timeline.stored`). `on_progress` is told how far each parse is, `on_step` when
+    the timeline is built rather than read from the cache."""
     ingested = read_inputs(
         paths,
         replica_header=replica_header,
@@ -518,11 +520,13 @@ def load_timeline(
     )
     raw = RawTables.from_ingested(ingested)
     folder = stored.target(ingested.directories) if cache else None
-    if folder is None:
-        return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
-    kept = stored.read(folder, spill_dir=spill_dir, scan_from=_SPILL_ROWS)
+    kept = stored.read(folder, spill_dir=spill_dir, scan_from=_SPILL_ROWS) if folder else None
     if kept is not None:
         return _assemble(raw, ingested.inputs, kept)
+    if on_step is not None:
+        on_step("building the timeline")
+    if folder is None:
+        return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
     writer = stored.Writer.start(folder)  # None: the entry cannot be written to
     try:
         built = build_timeline(raw, ingested.inputs, spill_dir=spill_dir, writer=writer)

@@ -183,7 +183,7 @@ def test_json_to_stdout_and_exit_0_below_fail_on(
 def test_options_reach_the_reader(capture: Path, load_calls: list[dict[str, Any]]) -> None:
     analyze(str(capture), "--replica-header", "X-Served-By", "--client-header", "X-C", "--no-cache")
     (call,) = load_calls
-    assert callable(call.pop("on_progress"))
+    assert callable(call.pop("on_progress")) and callable(call.pop("on_step"))
     spill = call.pop("spill_dir")  # a private folder for large frames, gone with the analysis
     assert isinstance(spill, Path) and not spill.exists()
     assert call == {

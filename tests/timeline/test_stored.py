@@ -92,6 +92,16 @@ def test_a_later_analysis_reads_the_stored_frames_equal_to_a_fresh_build(
     assert_same(load_timeline([capture], spill_dir=spill_dir), fresh)
 
 
+def test_the_build_is_announced_and_reading_the_stored_frames_is_not(capture: Path) -> None:
+    steps: list[str] = []
+    load_timeline([capture], on_step=steps.append)  # builds and stores
+    assert steps == ["building the timeline"]
+    load_timeline([capture], on_step=steps.append)  # reads what the first stored
+    assert steps == ["building the timeline"]
+    load_timeline([capture], cache=False, on_step=steps.append)
+    assert steps == ["building the timeline"] * 2
+
+
 def test_the_stored_frames_are_what_a_later_analysis_reads(capture: Path) -> None:
     load_timeline([capture])
     folder = the_set([capture])
