@@ -276,15 +276,23 @@ def _progress() -> Iterator[_Progress]:
         DownloadColumn,
         Progress,
         SpinnerColumn,
+        Task,
         TextColumn,
         TimeRemainingColumn,
     )
+    from rich.text import Text
+
+    class Bytes(DownloadColumn):
+        """Bytes done of a parse; nothing for a step (no total: rich would say "0/? bytes")."""
+
+        def render(self, task: Task) -> Text:
+            return Text("") if task.total is None else super().render(task)
 
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
-        DownloadColumn(),
+        Bytes(),
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
