@@ -8,7 +8,8 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
 - parse:    read_inputs with the cache removed first (JSON lines → Parquet, both cores);
 - decode:   JSON decoding alone, the floor of a first parse: every line of the capture files and
             every `data:` line of their chunks' SSE text decoded with orjson, one process a
-            core, nothing checked, kept or written;
+            core, nothing checked, kept or written (base64 chunks, which synthetic captures do
+            not have, are not decoded nor their events counted);
 - cached:   load_timeline from the cache (its first run after the parse builds the timeline's
             collected frames and stores them, `analyzer.timeline.stored`) + a per-session pass
             over sse_events and messages on the streaming engine, as a detector does (not
