@@ -525,9 +525,8 @@ def load_timeline(
         return _assemble(raw, ingested.inputs, kept)
     if on_step is not None:
         on_step("building the timeline")
-    if folder is None:
-        return build_timeline(raw, ingested.inputs, spill_dir=spill_dir)
-    writer = stored.Writer.start(folder)  # None: the entry cannot be written to
+    # None: nothing is stored (no cache, or the entry cannot be written to).
+    writer = stored.Writer.start(folder) if folder else None
     try:
         built = build_timeline(raw, ingested.inputs, spill_dir=spill_dir, writer=writer)
     except BaseException:
