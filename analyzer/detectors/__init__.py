@@ -118,6 +118,7 @@ import analyzer.detectors.capture_health as capture_health  # noqa: E402
 import analyzer.detectors.causal_gap as causal_gap  # noqa: E402
 import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
 import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
+import analyzer.detectors.cross_session_replay as cross_session_replay  # noqa: E402
 import analyzer.detectors.cross_stream_replay as cross_stream_replay  # noqa: E402
 import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
 import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
@@ -150,6 +151,7 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     resume_loop.DETECTOR,
     header_mismatch.DETECTOR,
     cross_stream_replay.DETECTOR,
+    cross_session_replay.DETECTOR,
     duplicate_response.DETECTOR,
     lost_response.DETECTOR,
     response_on_get_stream.DETECTOR,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lab.framework import Scenario
 from lab.scenarios import (
     answered_twice,
+    clean_concurrent,
     clean_era_fallback,
     clean_json_response,
     clean_legacy_sse,
@@ -34,6 +35,7 @@ from lab.scenarios import (
     round_robin_replicas,
     round_robin_typescript_client,
     sdk_get_stream_replay,
+    shared_event_store,
     superseded_stream,
     ttl_counter_reset,
 )
@@ -45,12 +47,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     legacy_cursor_carryover.SCENARIO,
     superseded_stream.SCENARIO,
     sdk_get_stream_replay.SCENARIO,
+    shared_event_store.SCENARIO,
     modern_retry.SCENARIO,
     clean_legacy_sse.SCENARIO,
     clean_stateless.SCENARIO,
     clean_stateless_shared_host.SCENARIO,
     clean_json_response.SCENARIO,
     open_at_shutdown.SCENARIO,
+    clean_concurrent.SCENARIO,
     # --- lab B: purpose-built servers, balancer, fault proxy, TypeScript ---
     clean_typescript.SCENARIO,
     clean_typescript_client.SCENARIO,

@@ -1,0 +1,110 @@
+"""cross-session-replay: a resume replaying another session's events (analyzer/detectors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from analyzer.detectors.cross_session_replay import DETECTOR
+from tests.support.records import Capture, event, res, timeline_of
+from tests.support.streams import Session, prime, progress
+
+
+def done(i: str, rid: int, text: str = "done") -> str:
+    """The result of tools/call `rid` as an event."""
+    return event(res(rid, content=[{"type": "text", "text": text}]), id=i)
+
+
+def shared_store(c: Capture) -> None:
+    """One store, keyed by request id, serves A and B: both call request 3, the server closes
+    both streams after their priming events; A's resume replays A's rest and B's (ids 4..9),
+    then B's resume replays B's own rest (6, 8, 9)."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), end="server_closed")
+    b.call(3, prime("2"), end="server_closed")
+    a.resume("1", progress("4", 1), progress("5", 1), done("6", 3), done("7", 3))
+    b.resume("2", progress("5", 1), done("7", 3))
+
+
+def shared_store_other_answers(c: Capture) -> None:
+    """As `shared_store`, the two sessions' results differing: each resume gets both."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), end="server_closed")
+    b.call(3, prime("2"), end="server_closed")
+    a.resume("1", done("3", 3, "receipt A"), done("4", 3, "receipt B"))
+    b.resume("2", done("3", 3, "receipt A"), done("4", 3, "receipt B"))
+
+
+def lockstep_sessions(c: Capture) -> None:
+    """Clean: per-stream counters in two identical clients: equal ids and payloads in both
+    sessions, each resume answering its request once."""
+    for sid in ("A", "B"):
+        s = Session(c, sid)
+        s.call(3, prime("3-0"), progress("3-1", 1), end="server_closed")
+        s.resume("3-1", progress("3-2", 2), done("3-3", 3))
+
+
+def answered_twice_alone(c: Capture) -> None:
+    """Not ours: a resume answering a request twice, no other session involved
+    (`duplicate-response` when the answers differ)."""
+    s = Session(c, "A")
+    s.call(3, prime("1"), end="server_closed")
+    s.resume("1", done("2", 3, "first"), done("3", 3, "second"))
+
+
+def replayed_twice_under_its_id(c: Capture) -> None:
+    """Clean: two resumes of one cursor each replay the response under its own id, and another
+    session happens to use the same ids and payloads."""
+    for sid in ("A", "B"):
+        s = Session(c, sid)
+        s.call(3, prime("1"), end="server_closed")
+        s.resume("1", done("2", 3), end="client_closed")
+        s.resume("1", done("2", 3))
+
+
+def answered_twice_fresh_in_lockstep(c: Capture) -> None:
+    """Not ours: POST streams (no resume) answering twice, alike in two sessions."""
+    for sid in ("A", "B"):
+        Session(c, sid).call(3, prime("1"), done("2", 3, "x"), done("3", 3, "y"), end="complete")
+
+
+def fresh_answers_in_two_sessions(c: Capture) -> None:
+    """Unrelated: two sessions answered on their POST streams, no resume."""
+    for sid in ("A", "B"):
+        Session(c, sid).call(3, prime("1"), done("2", 3), end="complete")
+
+
+CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str]]]]] = [
+    (shared_store, [("mcp:A", ["5", "7"], ["3"])]),
+    (shared_store_other_answers, [("mcp:A", ["3", "4"], ["3"]), ("mcp:B", ["3", "4"], ["3"])]),
+    (lockstep_sessions, []),
+    (answered_twice_alone, []),
+    (replayed_twice_under_its_id, []),
+    (answered_twice_fresh_in_lockstep, []),
+    (fresh_answers_in_two_sessions, []),
+]
+
+
+@pytest.mark.parametrize(("build", "expected"), CASES, ids=[b.__name__ for b, _ in CASES])
+def test_cases(
+    build: Callable[[Capture], None], expected: list[tuple[str, list[str], list[str]]]
+) -> None:
+    c = Capture()
+    build(c)
+    found = DETECTOR.detect(timeline_of(c)).collect().sort("session")
+    evidence = found.select("session", "event_ids", "request_ids").rows()
+    got = [(session, list(events), list(requests)) for session, events, requests in evidence]
+    assert got == expected
+
+
+def test_evidence_and_detail() -> None:
+    c = Capture()
+    shared_store(c)
+    row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
+    assert row["title"] == "Resume replayed events of session(s) mcp:B"
+    resume_a, resume_b = row["flow_ids"]
+    assert resume_a != resume_b and len(row["stream_ids"]) == 1
+    assert "from Last-Event-ID 1" in row["detail"] and "request(s) 3 twice" in row["detail"]
+    assert "scope the event store by session" in row["detail"]
+    assert row["first_ts"] <= row["last_ts"]

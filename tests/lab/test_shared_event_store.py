@@ -1,0 +1,52 @@
+"""shared-event-store: two sessions' resumes of request 3 replay each other's events."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.lab_capture import Flow, LabRun, assert_well_formed, requires_proxy, run_lab
+
+pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+    return run_lab("shared-event-store", tmp_path_factory.mktemp("lab"))
+
+
+def _session(flow: Flow) -> str | None:
+    return flow.request_header("mcp-session-id")
+
+
+def test_capture_is_well_formed(run: LabRun) -> None:
+    assert_well_formed(run)
+    assert run.expected["required"] == ["cross-session-replay"]
+    assert run.expected["evidence"] == {"request_ids": ["3"]}
+
+
+def test_two_sessions_each_call_request_3_and_the_server_closes_both_streams(run: LabRun) -> None:
+    calls = run.calls("slow_report")
+    assert len(calls) == 2 and len({_session(c) for c in calls}) == 2
+    for call in calls:
+        assert call.body is not None and call.body["id"] == 3
+        assert not [m for m in call.messages if "result" in m]  # closed before its answer
+    first, second = calls
+    assert first.end is not None and second.request_ts < int(first.end["ts_ns"])
+
+
+def test_each_resume_carries_its_own_cursor_and_one_gets_both_answers(run: LabRun) -> None:
+    calls = {_session(c): c for c in run.calls("slow_report")}
+    resumes = run.resumes
+    assert len(resumes) == 2
+    for resume in resumes:
+        call = calls[_session(resume)]
+        assert resume.request_header("last-event-id") == call.events[-1].id
+        assert resume.status == 200
+    twice = [r for r in resumes if len([m for m in r.messages if "result" in m]) == 2]
+    assert twice, "no resume answered request 3 twice"
+    for resume in twice:
+        answers = [e for e in resume.events if e.message and "result" in e.message]
+        assert {e.message["id"] for e in answers if e.message} == {3}
+        assert len({e.id for e in answers}) == 2
+        (other,) = [r for r in resumes if r.id != resume.id]
+        assert {e.id for e in resume.events if e.data} & {e.id for e in other.events if e.data}
