@@ -34,8 +34,8 @@ _KEY: Final = ["event_id", "payload_hash"]
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume that answered a request twice with events another session got."""
-    # Resumes answering one request under two event ids: few or none, so the events of every
-    # session are read once, against their events alone.
+    # Resumes answering one request under two event ids: few or none. They are collected first,
+    # so that the events (the largest frame) are read only when there is one.
     twice = (
         timeline.rpc_messages.filter(
             ANSWER & (pl.col("incarnation") > 0) & pl.col("event_id").is_not_null()
@@ -45,17 +45,17 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .filter(pl.col("answers") > 1)
         .group_by("session_id", "flow_id")
         .agg(pl.col("rpc_id").sort().alias("request_ids"))
+        .collect(engine="streaming")
     )
     has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-    carried = (
-        timeline.sse_events.filter(has_id)
-        .join(twice, on=["session_id", "flow_id"], how="semi")
-        .select("session_id", "flow_id", "ts", *_KEY)
+    events = timeline.sse_events.filter(has_id)
+    if twice.is_empty():
+        events = events.clear()
+    carried = events.join(twice.lazy(), on=["session_id", "flow_id"], how="semi").select(
+        "session_id", "flow_id", "ts", *_KEY
     )
-    elsewhere = (
-        timeline.sse_events.filter(has_id)
-        .join(carried.select(_KEY).unique(), on=_KEY, how="semi")
-        .select(pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *_KEY)
+    elsewhere = events.join(carried.select(_KEY).unique(), on=_KEY, how="semi").select(
+        pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *_KEY
     )
     shared = (
         carried.join(elsewhere, on=_KEY)
@@ -68,7 +68,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("ts").min().alias("first_ts"),
             pl.col("ts").max().alias("last_ts"),
         )
-        .join(twice, on=["session_id", "flow_id"])
+        .join(twice.lazy(), on=["session_id", "flow_id"])
         .join(timeline.incarnations.select("flow_id", "stream_id", "cursor"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )
