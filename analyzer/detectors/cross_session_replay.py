@@ -24,51 +24,25 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.answers import ANSWER
+from analyzer.timeline.replays import foreign_session_events
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_KEY: Final = ["event_id", "payload_hash"]
-
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume that answered a request twice with events another session got."""
-    # Resumes answering one request under two event ids: few or none. They are collected first,
-    # so that the events (the largest frame) are read only when there is one.
-    twice = (
-        timeline.rpc_messages.filter(
-            ANSWER & (pl.col("incarnation") > 0) & pl.col("event_id").is_not_null()
-        )
-        .group_by("session_id", "flow_id", "rpc_id")
-        .agg(pl.col("event_id").n_unique().alias("answers"))
-        .filter(pl.col("answers") > 1)
-        .group_by("session_id", "flow_id")
-        .agg(pl.col("rpc_id").sort().alias("request_ids"))
-        .collect(engine="streaming")
-    )
-    has_id = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-    events = timeline.sse_events.filter(has_id)
-    if twice.is_empty():
-        events = events.clear()
-    carried = events.join(twice.lazy(), on=["session_id", "flow_id"], how="semi").select(
-        "session_id", "flow_id", "ts", *_KEY
-    )
-    elsewhere = events.join(carried.select(_KEY).unique(), on=_KEY, how="semi").select(
-        pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *_KEY
-    )
     shared = (
-        carried.join(elsewhere, on=_KEY)
-        .filter(pl.col("other") != pl.col("session_id"))
+        foreign_session_events(timeline.rpc_messages, timeline.sse_events)
         .group_by("session_id", "flow_id")
         .agg(
+            pl.col("request_ids").first(),
             pl.col("other").sort().unique(maintain_order=True).alias("others"),
             pl.col("other_flow").sort().unique(maintain_order=True).alias("other_flows"),
             pl.col("event_id").sort_by("ts").unique(maintain_order=True).alias("event_ids"),
             pl.col("ts").min().alias("first_ts"),
             pl.col("ts").max().alias("last_ts"),
         )
-        .join(twice.lazy(), on=["session_id", "flow_id"])
         .join(timeline.incarnations.select("flow_id", "stream_id", "cursor"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )

@@ -8,8 +8,8 @@ event (same event id and payload) freshly sent, not replayed, on two logical str
 "MUST NOT send a message on more than one stream". High.
 Must not flag: a correct replay of stream S on a GET incarnation of S (same stream), identical
 re-deliveries of a response, errors with a null id (they answer no request), id-only priming
-events, replays on a resume of another stream (`cross-stream-replay`), equal notification
-payloads under fresh event ids.
+events, replays on a resume of another stream (`cross-stream-replay`) or of another session's
+events (`cross-session-replay`), equal notification payloads under fresh event ids.
 What to change: send each response once, on the stream of the request's POST; make side
 effects idempotent (idempotency keys) so a retried request cannot produce a second result.
 """
@@ -27,7 +27,7 @@ from analyzer.detectors import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.keys import SESSIONLESS
-from analyzer.timeline.replays import key_hash, recurring_hashes
+from analyzer.timeline.replays import foreign_session_events, key_hash, recurring_hashes
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -90,8 +90,16 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     answered twice), else (no captured request) its id."""
     # An error with a null id (a transport-level refusal: "Session not found" after a server
     # restart, a missing session header) answers no request: `ANSWER` leaves it out.
+    recurring = _recurring(timeline.rpc_messages.filter(ANSWER), "session_id", "rpc_id")
+    answers = recurring.collect(engine="streaming")
+    # A resume's answers that another session received too are another session's responses,
+    # replayed by a store the sessions share: cross-session-replay's finding, not a second
+    # answer of this session's request. Looked for among the recurring answers (a resume that
+    # answers a request twice repeats its id), held in memory as both plans read them.
+    foreign = foreign_session_events(answers.lazy(), timeline.sse_events)
     return (
-        _recurring(timeline.rpc_messages.filter(ANSWER), "session_id", "rpc_id")
+        answers.lazy()
+        .join(foreign, on=["session_id", "flow_id", "event_id"], how="anti")
         .pipe(_placed, timeline)
         .with_columns(
             pl.when(SESSIONLESS.fill_null(False))

@@ -15,6 +15,8 @@ from typing import Final
 
 import polars as pl
 
+from analyzer.timeline.answers import ANSWER
+
 __all__ = [
     "INCARNATION",
     "ISSUED",
@@ -22,6 +24,7 @@ __all__ = [
     "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
     "RESUMED_PROGRESS_COLUMNS",
+    "foreign_session_events",
     "key_hash",
     "owned",
     "recurring_events",
@@ -165,3 +168,36 @@ def resumed_progress(
         .select(RESUMED_PROGRESS_COLUMNS)
         .sort("stream_id", "progress_token", "stream_pos", maintain_order=True)
     )
+
+
+def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """The events of a resume that answered one request twice (two responses under different
+    event ids: the second is no replay of the first) that another session received too, same
+    id and payload: one row per such event and other flow that carried it (columns
+    `session_id, flow_id, ts, event_id, payload_hash, request_ids, other, other_flow`,
+    `request_ids` the requests its resume answered twice). What cross-session-replay reports,
+    and what duplicate-response leaves to it.
+
+    Such resumes are few or none: they are collected first, so that `events` (SSE_EVENTS, the
+    largest frame) is read only when there is one (at 1M events 0.27 s otherwise).
+    """
+    twice = (
+        rpc_messages.filter(ANSWER & (pl.col("incarnation") > 0) & pl.col("event_id").is_not_null())
+        .group_by("session_id", "flow_id", "rpc_id")
+        .agg(pl.col("event_id").n_unique().alias("answers"))
+        .filter(pl.col("answers") > 1)
+        .group_by("session_id", "flow_id")
+        .agg(pl.col("rpc_id").sort().alias("request_ids"))
+        .collect(engine="streaming")
+    )
+    key = ["event_id", "payload_hash"]
+    issued = events.filter(ISSUED)
+    if twice.is_empty():
+        issued = issued.clear()
+    carried = issued.join(twice.lazy(), on=["session_id", "flow_id"]).select(
+        "session_id", "flow_id", "ts", *key, "request_ids"
+    )
+    elsewhere = issued.join(carried.select(key).unique(), on=key, how="semi").select(
+        pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *key
+    )
+    return carried.join(elsewhere, on=key).filter(pl.col("other") != pl.col("session_id"))
