@@ -1,16 +1,20 @@
 """A resume that replayed another session's events (one event store shared across sessions).
 
-A resume incarnation in session A answers one request twice (two responses to one request id
-under different event ids: the second is not a replay of the first), and events it carried, same
-id and payload, were delivered in another session B too. The SDKs' `EventStore` interface has no
-session: the Python SDK keys a POST stream's events by its request id and every standalone
-stream by `_GET_stream`, and each session numbers its requests from the start, so a store shared
-by sessions (one in-memory store for the server, Redis behind replicas) replays B's messages of
-"the same stream" on A's resume: A's client receives another session's progress, results and
-server requests (high: they may hold another user's data).
+The SDKs' `EventStore` interface has no session: the Python SDK keys a POST stream's events by
+its request id and every standalone stream by `_GET_stream`, and each session numbers its
+requests from the start, so a store shared by sessions (one in-memory store for the server,
+Redis behind replicas) replays session B's messages of "the same stream" on session A's resume:
+A's client receives another session's notifications, results and server requests (high: they
+may hold another user's data). A resume incarnation of A is flagged when either
+- it answers one request twice (two responses to one request id under different event ids: the
+  second is no replay of the first) and events it carried, same id and payload, were delivered
+  in another session too; or
+- it carries an event whose id holds a UUID (no counter makes one: two sessions cannot draw the
+  same by chance) that another session received, same payload, when it was first sent.
 Must not flag: sessions whose event ids and payloads coincide while each resume answers each
 request once (per-stream counters in lockstep clients), one response replayed on several resumes
-under its own event id. A resume answering a request twice whose events no other session
+under its own event id, a cursor carried into another session (`stale-cursor`: no incarnation of
+the new session's stream). A resume answering a request twice whose events no other session
 received is left to `duplicate-response` (when the answers differ).
 What to change: scope the event store by session (key streams by session and stream, or wrap the
 shared store per transport), so a cursor replays only its own session's stream.
@@ -30,13 +34,58 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 
+_KEY: Final = ["event_id", "payload_hash"]
+_UUID: Final = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+
+
+def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
+    """The events of resumes whose UUID-bearing id another session received when it was first
+    sent (fresh, not replayed): one row per event and such sending (the columns of
+    `foreign_session_events`).
+
+    Resumed events with such ids are few (the stored `resumed_events`); they are collected
+    first, so that the events of every stream (the largest frame) are read only when there is
+    one."""
+    resumed = (
+        timeline.resumed_events.filter(
+            (pl.col("incarnation") > 0)
+            & ~pl.col("id_only")
+            & pl.col("event_id").str.contains(_UUID)
+        )
+        .join(timeline.streams.select("stream_id", "session_id"), on="stream_id")
+        .select("session_id", "flow_id", "ts", *_KEY)
+        .collect(engine="streaming")
+    )
+    events = timeline.sse_events if resumed.height else timeline.sse_events.clear()
+    # A first sending: on a stream's opening response, unless a cursor from another session
+    # opened it (`stale_cursor`: what it carries is replayed from that session).
+    first = timeline.streams.filter(pl.col("stale_cursor").is_null()).select("stream_id")
+    fresh = (
+        events.filter(pl.col("incarnation") == 0)
+        .join(resumed.lazy().select(_KEY).unique(), on=_KEY, how="semi")
+        .join(first, on="stream_id", how="semi")
+        .select(pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *_KEY)
+    )  # fmt: skip
+    return (
+        resumed.lazy()
+        .join(fresh, on=_KEY)
+        .filter(pl.col("other") != pl.col("session_id"))
+        .select("session_id", "flow_id", "ts", *_KEY,
+                pl.lit([], dtype=pl.List(pl.String)).alias("request_ids"), "other", "other_flow")
+    )  # fmt: skip
+
+
 def detect(timeline: Timeline) -> pl.LazyFrame:
-    """One finding per resume that answered a request twice with events another session got."""
+    """One finding per resume that carried events another session received."""
+    answered_twice = foreign_session_events(timeline.rpc_messages, timeline.sse_events)
     shared = (
-        foreign_session_events(timeline.rpc_messages, timeline.sse_events)
+        pl.concat([answered_twice, _first_sent_elsewhere(timeline)])
         .group_by("session_id", "flow_id")
         .agg(
-            pl.col("request_ids").first(),
+            pl.col("request_ids")
+            .list.explode(keep_nulls=False, empty_as_null=False)
+            .unique()
+            .sort(),
             pl.col("other").sort().unique(maintain_order=True).alias("others"),
             pl.col("other_flow").sort().unique(maintain_order=True).alias("other_flows"),
             pl.col("event_id").sort_by("ts").unique(maintain_order=True).alias("event_ids"),
@@ -52,17 +101,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.format("Resume replayed events of session(s) {}",
                   pl.col("others").list.join(", ")).alias("title"),
         pl.format(
-            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}) answered "
-            "request(s) {} twice, and events it carried (ids {}) were delivered in session(s) {} "
-            "too (flows {}). The event store serves several sessions under stream keys that are "
-            "unique only within one (request ids, `_GET_stream`): this client received another "
-            "session's messages. What to change: scope the event store by session, so that a "
-            "cursor replays only its own session's stream.",
+            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}) carried events "
+            "(ids {}) that session(s) {} received too (flows {}){}. The event store serves "
+            "several sessions under stream keys that are unique only within one (request ids, "
+            "`_GET_stream`): this client received another session's messages. What to change: "
+            "scope the event store by session, so that a cursor replays only its own session's "
+            "stream.",
             "session_id", "stream_id", "cursor", "flow_id",
-            pl.col("request_ids").list.join(", "),
             pl.col("event_ids").list.join(", "),
             pl.col("others").list.join(", "),
             pl.col("other_flows").list.join(", "),
+            pl.when(pl.col("request_ids").list.len() > 0)
+            .then(pl.format(", and answered request(s) {} twice",
+                            pl.col("request_ids").list.join(", ")))
+            .otherwise(pl.lit("")),
         ).alias("detail"),
         pl.concat_list(pl.col("flow_id"), "other_flows").alias("flow_ids"),
         pl.concat_list("stream_id").alias("stream_ids"),

@@ -8,7 +8,7 @@ import pytest
 
 from analyzer.detectors.cross_session_replay import DETECTOR
 from tests.support.records import Capture, event, res, timeline_of
-from tests.support.streams import Session, prime, progress
+from tests.support.streams import Session, note, prime, progress
 
 
 def done(i: str, rid: int, text: str = "done") -> str:
@@ -75,6 +75,52 @@ def fresh_answers_in_two_sessions(c: Capture) -> None:
         Session(c, sid).call(3, prime("1"), done("2", 3), end="complete")
 
 
+U1 = "0b8e4c1a-7d2f-4e3b-9a6c-5f1d2e3c4b5a"
+U2 = "6a1f9e2d-3c4b-4d5e-8f7a-2b3c4d5e6f7a"
+
+
+def shared_get_stream(c: Capture) -> None:
+    """One store keys both sessions' standalone streams `_GET_stream`: B's note, sent live on B's
+    GET stream, is replayed on A's GET resume."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.get(prime(U2), end="server_closed")
+    b.get(prime("b0"), note(U1, "for B only"))
+    a.resume(U2, note(U1, "for B only"))
+
+
+def counter_ids_first_sent_elsewhere(c: Capture) -> None:
+    """Clean: per-session counters in lockstep: A's replayed note has the id and payload B's
+    live one had."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.get(prime("1"), end="server_closed")
+    b.get(prime("1"), note("2", "list changed"))
+    a.resume("1", note("2", "list changed"))
+
+
+def uuid_own_replay(c: Capture) -> None:
+    """Clean: A's resume replays A's own note; B has nothing alike."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.get(prime(U2), note(U1, "for A"), end="server_closed")
+    b.get(prime("b0"))
+    a.resume(U2, note(U1, "for A"))
+
+
+def cursor_carried_into_another_session(c: Capture) -> None:
+    """Not ours: B's cursor sent in session A (`stale-cursor`); the server replays B's note."""
+    a, b = Session(c, "A"), Session(c, "B")
+    b.get(prime(U2), note(U1, "for B only"), end="server_closed")
+    a.resume(U2, note(U1, "for B only"))
+
+
+def cursor_carried_then_its_owner_resumes(c: Capture) -> None:
+    """Clean here: A sends B's cursor (`stale-cursor`) and gets B's stored note replayed; B then
+    resumes its own stream from that cursor and gets its own note."""
+    a, b = Session(c, "A"), Session(c, "B")
+    b.get(prime(U2), end="server_closed")
+    a.resume(U2, note(U1, "for B only"))
+    b.resume(U2, note(U1, "for B only"))
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str]]]]] = [
     (shared_store, [("mcp:A", ["5", "7"], ["3"])]),
     (shared_store_other_answers, [("mcp:A", ["3", "4"], ["3"]), ("mcp:B", ["3", "4"], ["3"])]),
@@ -83,6 +129,11 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str
     (replayed_twice_under_its_id, []),
     (answered_twice_fresh_in_lockstep, []),
     (fresh_answers_in_two_sessions, []),
+    (shared_get_stream, [("mcp:A", [U1], [])]),
+    (counter_ids_first_sent_elsewhere, []),
+    (uuid_own_replay, []),
+    (cursor_carried_into_another_session, []),
+    (cursor_carried_then_its_owner_resumes, []),
 ]
 
 
@@ -106,5 +157,6 @@ def test_evidence_and_detail() -> None:
     resume_a, resume_b = row["flow_ids"]
     assert resume_a != resume_b and len(row["stream_ids"]) == 1
     assert "from Last-Event-ID 1" in row["detail"] and "request(s) 3 twice" in row["detail"]
+    assert row["event_ids"] == ["5", "7"] and "(ids 5, 7) that session(s) mcp:B" in row["detail"]
     assert "scope the event store by session" in row["detail"]
     assert row["first_ts"] <= row["last_ts"]

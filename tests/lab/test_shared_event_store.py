@@ -1,4 +1,4 @@
-"""shared-event-store: two sessions' resumes of request 3 replay each other's events."""
+"""shared-event-store: two sessions' resumes replay each other's events from one event store."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ def _session(flow: Flow) -> str | None:
     return flow.request_header("mcp-session-id")
 
 
+def _tool_resumes(run: LabRun) -> list[Flow]:
+    cursors = {c.events[-1].id for c in run.calls("slow_report")}
+    return [r for r in run.resumes if r.request_header("last-event-id") in cursors]
+
+
 def test_capture_is_well_formed(run: LabRun) -> None:
     assert_well_formed(run)
     assert run.expected["required"] == ["cross-session-replay"]
@@ -34,13 +39,12 @@ def test_two_sessions_each_call_request_3_and_the_server_closes_both_streams(run
     assert first.end is not None and second.request_ts < int(first.end["ts_ns"])
 
 
-def test_each_resume_carries_its_own_cursor_and_one_gets_both_answers(run: LabRun) -> None:
+def test_tool_resumes_carry_their_own_cursors_and_one_gets_both_answers(run: LabRun) -> None:
     calls = {_session(c): c for c in run.calls("slow_report")}
-    resumes = run.resumes
+    resumes = _tool_resumes(run)
     assert len(resumes) == 2
     for resume in resumes:
-        call = calls[_session(resume)]
-        assert resume.request_header("last-event-id") == call.events[-1].id
+        assert resume.request_header("last-event-id") == calls[_session(resume)].events[-1].id
         assert resume.status == 200
     twice = [r for r in resumes if len([m for m in r.messages if "result" in m]) == 2]
     assert twice, "no resume answered request 3 twice"
@@ -50,3 +54,20 @@ def test_each_resume_carries_its_own_cursor_and_one_gets_both_answers(run: LabRu
         assert len({e.id for e in answers}) == 2
         (other,) = [r for r in resumes if r.id != resume.id]
         assert {e.id for e in resume.events if e.data} & {e.id for e in other.events if e.data}
+
+
+def test_a_get_resume_replays_the_note_b_received_live(run: LabRun) -> None:
+    note_for_b = run.notes["note_for_b"]
+    gets = [f for f in run.flows if f.method == "GET" and not f.request_header("last-event-id")]
+    (b_live,) = [
+        e for f in gets for e in f.events if e.message and e.message["params"]["data"] == note_for_b
+    ]
+    (a_resume,) = [r for r in run.resumes if r not in _tool_resumes(run)]
+    assert a_resume.status == 200
+    replayed = [e for e in a_resume.events if e.message]
+    assert [(e.id, e.message["params"]["data"]) for e in replayed if e.message] == [
+        (b_live.id, note_for_b)
+    ]
+    b_session = {_session(f) for f in gets if b_live in f.events}
+    assert _session(a_resume) not in b_session
+    assert run.notes["notes_seen"]["a"][-1] == note_for_b  # A's client took it as its own
