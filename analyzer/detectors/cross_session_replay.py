@@ -9,8 +9,9 @@ may hold another user's data). A resume incarnation of A is flagged when either
 - it answers one request twice (two responses to one request id under different event ids: the
   second is no replay of the first) and events it carried, same id and payload, were delivered
   in another session too; or
-- it carries an event whose id holds a UUID (no counter makes one: two sessions cannot draw the
-  same by chance) that another session received, same payload, when it was first sent.
+- it carries an event that another session received, same payload, when it was first sent, and
+  whose id no counter makes, so that two sessions cannot draw it alike by chance: one holding a
+  UUID, or of the TypeScript SDK example store's form `<stream>_<epoch-ms>_<random>`.
 Must not flag: sessions whose event ids and payloads coincide while each resume answers each
 request once (per-stream counters in lockstep clients), one response replayed on several resumes
 under its own event id, a cursor carried into another session (`stale-cursor`: no incarnation of
@@ -38,11 +39,16 @@ if TYPE_CHECKING:
 
 
 _KEY: Final = ["event_id", "payload_hash"]
-_UUID: Final = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+# Ids no counter makes, which two sessions cannot draw alike by chance: a UUID (the Python SDK's
+# example store), or the TypeScript SDK example store's `<stream>_<epoch-ms>_<8 random base-36>`.
+_DRAWN: Final = (
+    r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+    r"|_\d{13}_[0-9a-z]{6,}$"
+)
 
 
 def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
-    """The events of resumes whose UUID-bearing id another session received when it was first
+    """The events of resumes whose drawn id (`_DRAWN`) another session received when it was first
     sent (fresh, not replayed): one row per event and such sending (the columns of
     `foreign_session_events`).
 
@@ -53,7 +59,7 @@ def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
         timeline.resumed_events.filter(
             (pl.col("incarnation") > 0)
             & ~pl.col("id_only")
-            & pl.col("event_id").str.contains(_UUID)
+            & pl.col("event_id").str.contains(_DRAWN)
         )
         .join(timeline.streams.select("stream_id", "session_id"), on="stream_id")
         .select("session_id", "flow_id", "ts", *_KEY)

@@ -88,6 +88,15 @@ def shared_get_stream(c: Capture) -> None:
     a.resume(U2, note(U1, "for B only"))
 
 
+def shared_get_stream_typescript_ids(c: Capture) -> None:
+    """As `shared_get_stream`, with the TypeScript example store's ids."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.get(note("_GET_stream_1750000000001_k3j2h1g0", "for A"), end="server_closed")
+    b.get(note("_GET_stream_1750000000002_q9w8e7r6", "for B only"))
+    a.resume("_GET_stream_1750000000001_k3j2h1g0",
+             note("_GET_stream_1750000000002_q9w8e7r6", "for B only"))  # fmt: skip
+
+
 def counter_ids_first_sent_elsewhere(c: Capture) -> None:
     """Clean: per-session counters in lockstep: A's replayed note has the id and payload B's
     live one had."""
@@ -130,6 +139,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str
     (answered_twice_fresh_in_lockstep, []),
     (fresh_answers_in_two_sessions, []),
     (shared_get_stream, [("mcp:A", [U1], [])]),
+    (shared_get_stream_typescript_ids, [("mcp:A", ["_GET_stream_1750000000002_q9w8e7r6"], [])]),
     (counter_ids_first_sent_elsewhere, []),
     (uuid_own_replay, []),
     (cursor_carried_into_another_session, []),
