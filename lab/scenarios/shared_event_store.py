@@ -82,9 +82,11 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         await a.client.call_tool("announce", {"text": NOTE_FOR_A})  # A's cursor on its GET
         await a.client.call_tool("drop_standalone_stream", {})
         await b.client.call_tool("announce", {"text": NOTE_FOR_B})
-        with anyio.fail_after(RETRY_MS / 1000 * 5):
+        with anyio.move_on_after(RETRY_MS / 1000 * 5):
             while NOTE_FOR_B not in a.notes:  # A's GET resume replays B's note
                 await anyio.sleep(0.05)
+        if NOTE_FOR_B not in a.notes:
+            raise LabError(f"A's GET stream resume did not replay B's note: A saw {a.notes}")
     ctx.note("notes_seen", {"a": a.notes, "b": b.notes})
     ctx.note("progress_seen", {"a": a.progress, "b": b.progress})
     replays = (await server.state())["event_store"]["replays"]
