@@ -53,31 +53,31 @@ def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
     `foreign_session_events`).
 
     Resumed events with such ids are few (the stored `resumed_events`); they are collected
-    first, so that the events of every stream (the largest frame) are read only when there is
-    one."""
-    resumed = (
+    first, so that the streams and the events of every stream (the largest frame) are read only
+    when there is one."""
+    drawn = (
         timeline.resumed_events.filter(
             (pl.col("incarnation") > 0)
             & ~pl.col("id_only")
             & pl.col("event_id").str.contains(_DRAWN)
         )
-        .join(timeline.streams.select("stream_id", "session_id"), on="stream_id")
-        .select("session_id", "flow_id", "ts", *_KEY)
+        .select("stream_id", "flow_id", "ts", *_KEY)
         .collect(engine="streaming")
     )
-    events = timeline.sse_events if resumed.height else timeline.sse_events.clear()
+    streams = timeline.streams if drawn.height else timeline.streams.clear()
+    events = timeline.sse_events if drawn.height else timeline.sse_events.clear()
+    resumed = drawn.lazy().join(streams.select("stream_id", "session_id"), on="stream_id")
     # A first sending: on a stream's opening response, unless a cursor from another session
     # opened it (`stale_cursor`: what it carries is replayed from that session).
-    first = timeline.streams.filter(pl.col("stale_cursor").is_null()).select("stream_id")
+    first = streams.filter(pl.col("stale_cursor").is_null()).select("stream_id")
     fresh = (
         events.filter(pl.col("incarnation") == 0)
-        .join(resumed.lazy().select(_KEY).unique(), on=_KEY, how="semi")
+        .join(drawn.lazy().select(_KEY).unique(), on=_KEY, how="semi")
         .join(first, on="stream_id", how="semi")
         .select(pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *_KEY)
     )  # fmt: skip
     return (
-        resumed.lazy()
-        .join(fresh, on=_KEY)
+        resumed.join(fresh, on=_KEY)
         .filter(pl.col("other") != pl.col("session_id"))
         .select("session_id", "flow_id", "ts", *_KEY,
                 pl.lit([], dtype=pl.List(pl.String)).alias("request_ids"), "other", "other_flow")
