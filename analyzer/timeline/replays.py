@@ -175,7 +175,7 @@ def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> 
     event ids: the second is no replay of the first) that another session received too, same
     id and payload: one row per such event and other flow that carried it (columns
     `session_id, flow_id, ts, event_id, payload_hash, request_ids, other, other_flow`,
-    `request_ids` the requests its resume answered twice). What cross-session-replay reports,
+    `request_ids` the requests its resume answered twice). cross-session-replay's first rule,
     and what duplicate-response leaves to it.
 
     Such resumes are few or none: they are collected first, so that `events` (SSE_EVENTS, the
