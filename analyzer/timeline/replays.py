@@ -6,7 +6,8 @@ replays (duplicate ids and responses, replays across streams, gaps after a curso
 resumes) look only at the events whose id recurs in their session or whose stream a resume
 continued, and at their messages: selecting those takes a pass over every event and every
 message, which `build_timeline` makes once and stores, instead of each detector making its own
-on every analysis.
+on every analysis. `foreign_session_events` is the exception, read when detecting: the events a
+resume replayed from another session, which two detectors share and which are seldom there.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> 
     twice = (
         rpc_messages.filter(ANSWER & (pl.col("incarnation") > 0) & pl.col("event_id").is_not_null())
         .group_by("session_id", "flow_id", "rpc_id")
-        .agg(pl.col("event_id").n_unique().alias("answers"))
-        .filter(pl.col("answers") > 1)
+        .agg(pl.col("event_id").n_unique().alias("sendings"))
+        .filter(pl.col("sendings") > 1)
         .group_by("session_id", "flow_id")
         .agg(pl.col("rpc_id").sort().alias("request_ids"))
         .collect(engine="streaming")
