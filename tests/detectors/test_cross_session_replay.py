@@ -8,7 +8,7 @@ import pytest
 
 from analyzer.detectors.cross_session_replay import DETECTOR
 from tests.support.records import Capture, event, res, timeline_of
-from tests.support.streams import Session, note, prime, progress
+from tests.support.streams import Session, note, prime, progress, shared_store_two_answers
 
 
 def done(i: str, rid: int, text: str = "done") -> str:
@@ -25,15 +25,6 @@ def shared_store(c: Capture) -> None:
     b.call(3, prime("2"), end="server_closed")
     a.resume("1", progress("4", 1), progress("5", 1), done("6", 3), done("7", 3))
     b.resume("2", progress("5", 1), done("7", 3))
-
-
-def shared_store_other_answers(c: Capture) -> None:
-    """As `shared_store`, the two sessions' results differing: each resume gets both."""
-    a, b = Session(c, "A"), Session(c, "B")
-    a.call(3, prime("1"), end="server_closed")
-    b.call(3, prime("2"), end="server_closed")
-    a.resume("1", done("3", 3, "receipt A"), done("4", 3, "receipt B"))
-    b.resume("2", done("3", 3, "receipt A"), done("4", 3, "receipt B"))
 
 
 def lockstep_sessions(c: Capture) -> None:
@@ -132,7 +123,7 @@ def cursor_carried_then_its_owner_resumes(c: Capture) -> None:
 
 CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str]]]]] = [
     (shared_store, [("mcp:A", ["5", "7"], ["3"])]),
-    (shared_store_other_answers, [("mcp:A", ["3", "4"], ["3"]), ("mcp:B", ["3", "4"], ["3"])]),
+    (shared_store_two_answers, [("mcp:A", ["3", "4"], ["3"]), ("mcp:B", ["3", "4"], ["3"])]),
     (lockstep_sessions, []),
     (answered_twice_alone, []),
     (replayed_twice_under_its_id, []),

@@ -10,7 +10,15 @@ import pytest
 
 from analyzer.detectors.duplicate_response import DETECTOR, _recurring
 from tests.support.records import Capture, event, req, res, sse, timeline_of
-from tests.support.streams import S1, Session, findings, initialized, prime, stream
+from tests.support.streams import (
+    S1,
+    Session,
+    findings,
+    initialized,
+    prime,
+    shared_store_two_answers,
+    stream,
+)
 
 V26 = {"MCP-Protocol-Version": "2026-07-28"}
 UUID = "3c9e2a71-8b4d-4f6a-a1e5-7d2c9b0e4f18"
@@ -123,17 +131,6 @@ def resume_answers_twice(c: Capture) -> None:
     s.resume("1", event(res(3, content=["T-1"]), id="2"), event(res(3, content=["T-2"]), id="3"))
 
 
-def another_sessions_answer_replayed(c: Capture) -> None:
-    """Not ours: a store shared by sessions A and B replays both answers to request 3 on both
-    resumes (`cross-session-replay`)."""
-    sessions = [Session(c, sid) for sid in ("A", "B")]
-    for s in sessions:
-        s.call(3, prime(f"{s.sid}0"), end="server_closed")
-    answers = [event(res(3, content=[f"T-{x}"]), id=f"{x}1") for x in ("A", "B")]
-    for s in sessions:
-        s.resume(f"{s.sid}0", *answers)
-
-
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -146,7 +143,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (reused_id_answered_on_each_stream, []),
     (reused_id_answered_again_on_the_get_stream, [(["5"], ["12", "13"])]),
     (resume_answers_twice, [(["3"], ["2", "3"])]),
-    (another_sessions_answer_replayed, []),
+    (shared_store_two_answers, []),  # cross-session-replay's
 ]
 
 

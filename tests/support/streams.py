@@ -142,3 +142,19 @@ class Session:
         """`notifications/cancelled` for `rid`, answered 202."""
         body = req("notifications/cancelled", requestId=rid)
         self.c.response(self.c.request(body=body, headers=self.headers()), 202)
+
+
+# --- two sessions, one event store ------------------------------------------------------------
+
+
+def shared_store_two_answers(c: Capture) -> None:
+    """Sessions A and B each call request 3; the server closes both streams after their priming
+    events; one store, keyed by request id, replays both sessions' results (ids 3, 4; receipts
+    A and B) on each resume (cross-session-replay's finding, not duplicate-response's)."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), end="server_closed")
+    b.call(3, prime("2"), end="server_closed")
+    answers = [event(res(3, content=[{"type": "text", "text": f"receipt {x}"}]), id=i)
+               for i, x in (("3", "A"), ("4", "B"))]  # fmt: skip
+    a.resume("1", *answers)
+    b.resume("2", *answers)
