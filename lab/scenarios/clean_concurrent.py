@@ -75,9 +75,13 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
 
 def run(ctx: LabContext) -> None:
     server, url = start_sdk_behind_proxy(ctx, event_ids="counter", retry_ms=RETRY_MS)
-    for name, value in (("calls", CALLS), ("resumed", RESUMED), ("steps", STEPS)):
+    for name, value in (
+        ("calls", CALLS),
+        ("resumed", RESUMED),
+        ("steps", STEPS),
+        ("retry_ms", RETRY_MS),
+    ):
         ctx.note(name, value)
-    ctx.note("retry_ms", RETRY_MS)
     ctx.run_async(_drive, ctx, server, url)
 
 
