@@ -29,7 +29,9 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
+from analyzer.timeline import payloads_of
 from analyzer.timeline.answers import CANCELLATION, REQUEST
+from analyzer.timeline.counters import id_counter, resume_counters
 from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
@@ -37,6 +39,11 @@ if TYPE_CHECKING:
 
 _WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
 _REPLICA: Final = pl.col("answer_replica").fill_null("unknown").alias("r_replica")
+# What each kind of evidence says alone (`level`); progress and counter ids together say high.
+_HIGH: Final = 2
+_MEDIUM: Final = 1
+_PROGRESS: Final = 1
+_COUNTER: Final = 2
 
 
 def _number(name: str) -> pl.Expr:
@@ -83,11 +90,58 @@ def _carried(tl: Timeline) -> pl.LazyFrame:
         pl.col("lost").list.join(", "),
     )
     ids, flows = pl.concat_list("cursor", "lost"), pl.concat_list("cursor_flow_id", "r_flow")
-    return lost.select(_part(text, ids, flows, "r_ts", "r_ts"))
+    return lost.select(*_part(text, ids, flows, "r_ts", "r_ts"), pl.lit(_HIGH).alias("level"))
 
 
-def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
-    """Resumes whose first progress value jumps past the client's last by more than a step."""
+def _steps(tl: Timeline, progress: pl.LazyFrame) -> pl.LazyFrame:
+    """Each (stream, token) `gid`'s step `d`: its smallest positive increment within one
+    incarnation, on any of them; else 1 when every value is an integer and the notifications
+    carry an integer `total` (the progress counts steps). `even`: the step is sure (all
+    increments equal, or counted by `total`); uneven increments only bound it."""
+    same = (
+        (pl.col("gid") == pl.col("gid").shift())
+        & (pl.col("incarnation") == pl.col("incarnation").shift())
+    ).fill_null(False)
+    inc = pl.when(same).then(pl.col("p") - pl.col("p").shift())
+    steps = (
+        progress.select("gid", "stream_id", "data_hash", "p", inc.alias("_d"))
+        .group_by("gid")
+        .agg(
+            pl.col("stream_id").first(),
+            pl.col("_d").filter(pl.col("_d") > 0).min().alias("d"),
+            pl.col("_d").filter(pl.col("_d") > 0).max().alias("d_max"),
+            (pl.col("p") % 1 == 0).all().alias("integral"),
+            pl.col("data_hash").first(),
+        )
+    )
+    # `total` is read from the payload only for tokens whose increments say nothing.
+    total = pl.col("text").str.json_path_match("$.params.total").cast(pl.Float64, strict=False)
+    counted = steps.filter(pl.col("d").is_null() & pl.col("integral"))
+    totals = payloads_of(tl, counted, total.alias("total"), text=False).select(
+        "data_hash", (pl.col("total") % 1 == 0).fill_null(False).alias("counted")
+    )
+    return (
+        steps.join(totals, on="data_hash", how="left")
+        .with_columns(
+            pl.when(pl.col("d").is_not_null())
+            .then(pl.col("d"))
+            .when(pl.col("counted").fill_null(False))
+            .then(pl.lit(1.0))
+            .alias("d"),
+            (
+                pl.col("d").is_null() | (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
+            ).alias("even"),
+        )
+        .filter(pl.col("d").is_not_null())
+        .select("gid", "stream_id", "d", "even")
+    )
+
+
+def _skipped(
+    tl: Timeline, resumes: pl.LazyFrame, contiguous: pl.LazyFrame, jump: float
+) -> pl.LazyFrame:
+    """Resumes whose first progress value jumps past the client's last by more than a step
+    (a resume whose per-stream counter ids went on at cursor + 1, `contiguous`, lost nothing)."""
     # The progress notifications of the resumed streams, with their position, in order of
     # stream, token and position (`Timeline.resumed_progress`): the increments, the as-of join
     # and each incarnation's first value below read that order. Each (stream, token) is
@@ -102,35 +156,18 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
             "stream_pos",
             "ts",
             "event_id",
+            "data_hash",
             pl.col("progress_token").alias("token"),
             pl.col("progress").alias("p"),
         )
         .with_columns(new_group.cum_sum().alias("gid"))
         .cache()  # read by `step`, `last_before` and `firsts`: read once
     )
-    # The rows that continue the row before them: same stream, token and incarnation.
-    same = (
+    first_of_incarnation = ~(
         (pl.col("gid") == pl.col("gid").shift())
         & (pl.col("incarnation") == pl.col("incarnation").shift())
     ).fill_null(False)
-    step = (
-        progress.select(
-            "gid", "stream_id", pl.when(same).then(pl.col("p") - pl.col("p").shift()).alias("_d")
-        )
-        .group_by("gid")
-        .agg(
-            pl.col("stream_id").first(),
-            pl.col("_d").min().alias("d"),
-            pl.col("_d").max().alias("d_max"),
-            pl.col("_d").count().alias("d_n"),
-        )
-        .filter(
-            (pl.col("d_n") >= 2)
-            & (pl.col("d") > 0)
-            & (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
-        )
-        .cache()  # read by `last_before` and `jumps`: computed once
-    )
+    step = _steps(tl, progress).cache()  # read by `last_before` and `jumps`: computed once
     # Each resume meets its stream's progress twice: the client's last progress before the
     # cursor, per token with a step (an as-of join on the position: joining every resume to
     # every progress row of its stream cost k times them for a stream resumed k times), and the
@@ -149,17 +186,18 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
         .filter(pl.col("p_last").is_not_null())
         .select("r_flow", "gid", "p_last")
     )
-    firsts = progress.filter(~same).rename({"incarnation": "r_inc"})
+    firsts = progress.filter(first_of_incarnation).rename({"incarnation": "r_inc"})
     jumps = (
-        resumes.join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
+        resumes.join(contiguous, on="r_flow", how="anti")
+        .join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
         .join(last_before, on=["r_flow", "gid"])
-        .join(step.select("gid", "d"), on="gid")
+        .join(step.select("gid", "d", "even"), on="gid")
         .filter(pl.col("p") - pl.col("p_last") > jump * pl.col("d"))
     )
     missing = ((pl.col("p") - pl.col("p_last")) / pl.col("d") - 1).round().cast(pl.Int64)
     text = pl.format(
         "The resume from {} restarted progress token {} at {} (event {}) while the "
-        "client's last progress was {}, in steps of {}: about {} message(s) in "
+        "client's last progress was {}, in steps of {}{}: about {} message(s) in "
         "between were never sent (the replay began after events its buffer no "
         "longer held).",
         _WHERE,
@@ -168,10 +206,46 @@ def _skipped(tl: Timeline, resumes: pl.LazyFrame, jump: float) -> pl.LazyFrame:
         "event_id",
         _number("p_last"),
         _number("d"),
+        pl.when(pl.col("even")).then(pl.lit("")).otherwise(pl.lit(" at least")),
         missing,
     )
     ids, flows = pl.concat_list("cursor", "event_id"), pl.concat_list("cursor_flow_id", "r_flow")
-    return jumps.select(_part(text, ids, flows, "r_ts", "ts"))
+    level = pl.when(pl.col("even")).then(pl.lit(_HIGH)).otherwise(pl.lit(_MEDIUM))
+    return jumps.select(*_part(text, ids, flows, "r_ts", "ts"), level.alias("level"))
+
+
+def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -> pl.LazyFrame:
+    """Resumes whose replay of a per-stream counter started past cursor + 1, when no event of
+    the capture, on any stream or session, carries a number in between (a counter the session's
+    streams share skips on each of them legitimately)."""
+    skips = counted.filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n") + 1))
+    events = tl.sse_events.select("event_id").filter(pl.col("event_id").is_not_null())
+    if skips.is_empty():  # the common case: no pass over every event id
+        events = events.clear()
+    wanted = skips.select("prefix").unique().lazy()
+    seen = (
+        events.select(id_counter("event_id", "prefix", "n"))
+        .join(wanted, on="prefix", how="semi")
+        .join(skips.lazy().select("r_flow", "prefix", "c_n", "a_n"), on="prefix")
+        .filter((pl.col("n") > pl.col("c_n")) & (pl.col("n") < pl.col("a_n")))
+        .select("r_flow")
+    )
+    text = pl.format(
+        "The resume from {} went on at event {} of the stream's own id counter, {} past the "
+        "cursor: no event of the capture carries the {} id(s) in between, so the replay began "
+        "after messages the client never got.",
+        _WHERE,
+        "a_event_id",
+        pl.col("a_n") - pl.col("c_n"),
+        pl.col("a_n") - pl.col("c_n") - 1,
+    )
+    ids, flows = pl.concat_list("cursor", "a_event_id"), pl.concat_list("cursor_flow_id", "r_flow")
+    return (
+        skips.lazy()
+        .join(seen, on="r_flow", how="anti")
+        .join(resumes, on=["r_flow", "stream_id"])
+        .select(*_part(text, ids, flows, "r_ts", "r_ts"), pl.lit(_MEDIUM).alias("level"))
+    )
 
 
 def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
@@ -202,7 +276,10 @@ def _owed(tl: Timeline, resumes: pl.LazyFrame) -> pl.LazyFrame:
         .join(resumes.group_by("stream_id").agg(pl.all().sort_by("r_inc").last()), on="stream_id")
         .join(answered, on=["stream_id", "request_id"], how="anti")
         .join(cancels, on=["session_id", "request_id"], how="anti")
-        .select(_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"))
+        .select(
+            *_part(text, pl.concat_list("cursor"), pl.concat_list("r_flow"), "r_ts", "end_ts"),
+            pl.lit(_HIGH).alias("level"),
+        )
     )
 
 
@@ -210,12 +287,19 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
     # The resumes (few, placed at their cursor when the timeline was built) and each part are
     # collected here, one after the other: as one plan, the streaming engine ran the parts
-    # together and held all their caches at once (10M events: detector peak 990 MB, 890 MB so;
-    # same time). `_carried` reads what was delivered again from `Timeline.after_cursor`.
+    # together and held all their caches at once. `_carried` reads what was delivered again
+    # from `Timeline.after_cursor`.
     resumes = timeline.resumes_at_cursor.with_columns(_REPLICA).collect(engine="streaming")
+    counted = resume_counters(
+        resumes.lazy(), timeline.resumed_events, timeline.id_counters, timeline.incarnations
+    ).collect(engine="streaming")
+    contiguous = counted.filter(pl.col("per_stream") & (pl.col("a_n") == pl.col("c_n") + 1)).select(
+        "r_flow"
+    )
     found = (
         _carried(timeline),
-        _skipped(timeline, resumes.lazy(), progress_jump),
+        _skipped(timeline, resumes.lazy(), contiguous.lazy(), progress_jump),
+        _counter_skips(timeline, resumes.lazy(), counted),
         _owed(timeline, resumes.lazy()),
     )
     parts = pl.concat(
@@ -253,6 +337,10 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             .list.explode(keep_nulls=False, empty_as_null=False),
             pl.col("first_ts").min(),
             pl.col("last_ts").max(),
+            (
+                (pl.col("level").max() == _HIGH)
+                | ((pl.col("rank") == _PROGRESS).any() & (pl.col("rank") == _COUNTER).any())
+            ).alias("sure"),
         )
         .join(timeline.streams.filter(~SESSIONLESS.fill_null(False)), on="stream_id")
         .select(
@@ -260,7 +348,9 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             "era",
             pl.when(still_open)
             .then(pl.lit(Severity.INFO.value))
-            .otherwise(pl.lit(Severity.HIGH.value))
+            .when(pl.col("sure"))
+            .then(pl.lit(Severity.HIGH.value))
+            .otherwise(pl.lit(Severity.MEDIUM.value))
             .alias("severity"),
             pl.format("Stream {} lost messages after a resume", "stream_id").alias("title"),
             detail.alias("detail"),

@@ -23,7 +23,8 @@ __all__ = [
     "resumed_at_cursor",
 ]
 
-RESUME_COLUMNS: Final = ("answer_status", "cursor_replica", "answer_replica")
+RESUME_COLUMNS: Final = ("answer_status", "cursor_replica", "answer_replica", "response_owed",
+                          "answer_end_how")  # fmt: skip
 """The RESUMPTIONS columns `Timeline.resumes_at_cursor` keeps besides `resumed_at_cursor`'s."""
 AFTER_CURSOR_EVENT_COLUMNS: Final = ("ts", "incarnation", "stream_pos", "event_id", "payload_hash")
 """The SSE_EVENTS columns of `after_cursor` (besides the resume's)."""

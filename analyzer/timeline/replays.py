@@ -46,17 +46,19 @@ RECURRING_EVENT_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "incarna
 """The SSE_EVENTS columns of `recurring_events` (what the detectors reading it ask for)."""
 
 RESUMED_EVENT_COLUMNS: Final = ("stream_id", "flow_id", "ts", "incarnation", "ordinal",
-                                "stream_pos", "event_id", "id_only", "payload_hash")  # fmt: skip
-"""The SSE_EVENTS columns of `resumed_events` (what the detectors reading it ask for)."""
+                                "stream_pos", "event_id", "id_only", "payload_hash", "event",
+                                "data_hash")  # fmt: skip
+"""The SSE_EVENTS columns of `resumed_events` (what the detectors reading it ask for; `event`
+and `data_hash` say whether an answer told the client its stream is new)."""
 
 REPLAY_MESSAGE_COLUMNS: Final = ("session_id", "stream_id", "flow_id", "ts", "seq", "incarnation",
                                  "ordinal", "event_id", "direction", "payload_hash",
-                                 "progress_token", "progress")  # fmt: skip
+                                 "data_hash", "progress_token", "progress")  # fmt: skip
 """The MESSAGES columns of `replay_messages` (what the detectors reading it ask for)."""
 
 RESUMED_PROGRESS_COLUMNS: Final = ("stream_id", "incarnation", "stream_pos", "ts", "event_id",
-                                   "progress_token", "progress")  # fmt: skip
-"""The columns of `resumed_progress`."""
+                                   "data_hash", "progress_token", "progress")  # fmt: skip
+"""The columns of `resumed_progress` (`data_hash`: where the notification's `total` is read)."""
 
 
 def owned(*names: str) -> pl.Expr:
@@ -128,7 +130,9 @@ def resumed_events(events: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFr
     return (
         events.select(RESUMED_EVENT_COLUMNS)
         .join(wanted, on="stream_id", how="semi")
-        .with_columns(owned("stream_id", "flow_id", "event_id", "payload_hash"))
+        .with_columns(
+            owned("stream_id", "flow_id", "event_id", "payload_hash", "event", "data_hash")
+        )
     )
 
 
@@ -140,7 +144,9 @@ def replay_messages(messages: pl.LazyFrame, *carriers: pl.LazyFrame) -> pl.LazyF
         messages.filter(pl.col("source") == "sse")
         .select(REPLAY_MESSAGE_COLUMNS)
         .join(carried, on=["flow_id", "ordinal"], how="semi")
-        .with_columns(owned("session_id", "stream_id", "flow_id", "event_id", "payload_hash"))
+        .with_columns(
+            owned("session_id", "stream_id", "flow_id", "event_id", "payload_hash", "data_hash")
+        )
     )
 
 
