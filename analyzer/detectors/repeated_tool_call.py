@@ -3,9 +3,11 @@
 Flags a `tools/call` repeating one of the same client (in its session or its next one: same
 client ip and clientInfo) to the same server: same tool, same RFC 8785 canonical `arguments`,
 same or new id. High when the first call's exchange broke, got a 404, no HTTP response or a 202,
-and no result had arrived before the repeat (a retry after loss: it may have run twice); medium
-otherwise, and at most for a tool no captured `tools/list` names (hints unknown). A tool listed
-without annotations is side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
+and no result had arrived before the repeat (a retry after loss: it may have run twice, whether
+or not a `tools/list` names the tool); once the first result was delivered, medium for a tool a
+captured `tools/list` names as side-effecting (a double submit) and low for a tool none names
+(hints unknown: a deliberate re-run looks the same). A tool listed without annotations is
+side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
 legs (`inputResponses` / `requestState`, or a predecessor that returned InputRequiredResult);
 idempotent tools (`idempotentHint`) are low, and their repeats are one finding per session,
 tool and arguments (a client polling an idempotent tool would otherwise get one per call).
@@ -115,7 +117,9 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     ).select(
         pl.col("session_id").alias("session"),
         "era",
-        _pick((idempotent, "low"), (lost & listed, "high"), otherwise="medium").alias("severity"),
+        _pick((idempotent, "low"), (lost, "high"), (~listed, "low"), otherwise="medium").alias(
+            "severity"
+        ),
         pl.format(
             "tools/call {} {}",
             "tool_name",
@@ -131,8 +135,10 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
         p["ts"].alias("first_ts"),
         pl.col("ts").alias("last_ts"),
         pl.concat_list("tool_name", "arguments_hash").alias("fingerprint_extra"),
+        idempotent.alias("_run"),
     )
-    low = pl.col("severity") == "low"
+    # Idempotent repeats gather into one finding a run; an unlisted tool's low ones stay apart.
+    low = pl.col("_run")
     evidence = ("flow_ids", "stream_ids", "request_ids")
     calls_in_run = pl.col("flow_ids").list.len()  # one HTTP exchange a call (ids may repeat)
     runs = (
@@ -167,7 +173,7 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
             ).alias("detail"),
         )
     )
-    return pl.concat([repeats.filter(~low), runs], how="diagonal")
+    return pl.concat([repeats.filter(~low), runs], how="diagonal").drop("_run")
 
 
 DETECTOR: Final[Detector] = Detector(

@@ -164,9 +164,16 @@ def result_arrived_on_resume_before_repeat(c: Capture) -> None:
     _call(c, "S1", 2)
 
 
-def unlisted_tool_caps_at_medium(c: Capture) -> None:
+def unlisted_tool_after_loss(c: Capture) -> None:
     _init(c, "S1")
     _call(c, "S1", 1, name="ghost", fate="broken", ids=("17", "18"))
+    _call(c, "S1", 2, name="ghost")
+
+
+def unlisted_tool_delivered_then_repeated(c: Capture) -> None:
+    # No captured tools/list names it: a deliberate re-run looks the same (DESIGN.md §5).
+    _init(c, "S1")
+    _call(c, "S1", 1, name="ghost")
     _call(c, "S1", 2, name="ghost")
 
 
@@ -216,7 +223,11 @@ CASES: dict[str, tuple[Callable[[Capture], None], list[tuple[str, list[str], str
         result_arrived_on_resume_before_repeat,
         [("medium", ["1", "2"], "mcp:S1")],
     ),
-    "unlisted tool": (unlisted_tool_caps_at_medium, [("medium", ["1", "2"], "mcp:S1")]),
+    "unlisted tool, after loss": (unlisted_tool_after_loss, [("high", ["1", "2"], "mcp:S1")]),
+    "unlisted tool, delivered": (
+        unlisted_tool_delivered_then_repeated,
+        [("low", ["1", "2"], "mcp:S1")],
+    ),
     "idempotent tool": (idempotent_tool_is_low, [("low", ["1", "2"], "mcp:S1")]),
     "three attempts": (
         three_attempts_give_two_repeats,
