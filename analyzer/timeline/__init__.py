@@ -21,7 +21,7 @@ analysis of the same inputs (`analyzer.timeline.stored`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -34,6 +34,7 @@ from analyzer.timeline import stored
 from analyzer.timeline.answers import CANCELLATION, REQUEST, answered_requests
 from analyzer.timeline.counters import id_counters
 from analyzer.timeline.cursors import RESUME_COLUMNS, after_cursor, resumed_at_cursor
+from analyzer.timeline.dating import dated, event_dates
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.replays import (
@@ -105,6 +106,7 @@ _SPINE = [
     "first_cursor",
     "last_cursor",
     "last_retry_ms",
+    "chunks",
 ]
 
 # Engines for the collects at this edge: the streaming engine for the scans of the Parquet
@@ -203,6 +205,14 @@ class RawTables:
             payloads=ingested.scan("payloads"),
             payload_rows=pl.scan_parquet(files, schema=S.PAYLOADS) if files else None,
         )
+
+    def redated(self, dates: pl.LazyFrame | None) -> RawTables:
+        """The tables with the events and messages of inputs without per-event times dated
+        (`analyzer.timeline.dating`; `dates`: `event_dates` output, None or empty: as they are).
+        """
+        if dates is None or dates.select(pl.len()).collect().item() == 0:
+            return self
+        return replace(self, events=dated(self.events, dates), messages=dated(self.messages, dates))
 
     @staticmethod
     def from_frames(frames: NormalizedFrames, input_index: int = 0) -> RawTables:
@@ -336,6 +346,8 @@ def build_timeline(
     # and let `exchanges` take the rest from the Parquet scan when it is collected.
     spine = keyed.select(_SPINE).collect(engine=_BIG)
     keyed = spine.lazy()
+    # Events of inputs without per-event times, dated before anything reads their times.
+    raw = raw.redated(spill.keep("event_dates", event_dates(raw.events, raw.messages, keyed)))
     sent = spine.select(pl.col("last_event_id").drop_nulls().unique())
     # Each cursor's issues in its own session, read from the events; those in other sessions
     # only when some cursor has none there (read again, only those of such cursors).
@@ -425,6 +437,7 @@ def build_timeline(
 
 def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.StoredFrames) -> Timeline:
     """The Timeline of the collected frames (built now or stored), over the normalized tables."""
+    raw = raw.redated(kept.get("event_dates"))
     on_flows = kept["placement"]
     return Timeline(
         exchanges=kept["exchanges"],
@@ -451,6 +464,7 @@ def _assemble(raw: RawTables, inputs: Sequence[InputReport], kept: stored.Stored
 
 def _timeline(raw: RawTables, inputs: Sequence[InputReport], keyed: pl.LazyFrame) -> Timeline:
     """Every frame as a pure lazy plan over the normalized tables."""
+    raw = raw.redated(event_dates(raw.events, raw.messages, keyed))
     issued = issued_cursors(raw.events, keyed)
     resolved = resolve_cursors(own_issues(keyed, issued), issued)
     placed = stream_map(keyed, resolved)

@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 STORED: Final = (
+    "event_dates",
     "placement",
     "rpc_messages",
     "tool_calls",
@@ -73,7 +74,7 @@ STORED: Final = (
     "exchanges",
 )
 """The frames stored, by the names `build_timeline` keeps them under."""
-IN_MEMORY: Final = frozenset({"placement"})
+IN_MEMORY: Final = frozenset({"placement", "event_dates"})
 """Frames read into memory whatever their size (every record-level scan joins to them)."""
 KEEP: Final = 3
 COMPRESSION: Final = "uncompressed"

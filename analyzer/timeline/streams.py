@@ -7,8 +7,9 @@ of stream S *in its own session* is the next incarnation of S, however many resu
 (cursor → issuing flow → that flow's stream, followed to the opening flow).
 
 Cursor resolution: the cursor is matched against every id the server issued in the session
-(priming events included), before the resuming request; the latest such issue wins (a replayed
-event carries its id again, on a later incarnation of the same stream).
+(priming events included), before the resuming request; the latest such issue in wire order wins
+(time, record number, then place in the chunk: a replayed event carries its id again, on a later
+incarnation of the same stream; a constant priming id or a reused counter is issued many times).
 """
 
 from __future__ import annotations
@@ -65,8 +66,21 @@ def issued_cursors(
     ).join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
 
 
+# Wire order among records of one time: the record number, then an event's place in its chunk
+# (the events of one chunk share its number: a constant id issued twice in one chunk resolves to
+# the later one). A record number times this, plus the ordinal, orders both.
+_ORDINALS = 1 << 20
+
+
+def _wire(seq: str, ordinal: pl.Expr | None = None) -> pl.Expr:
+    """The wire-order number of a record `seq` (and an event's `ordinal` in it)."""
+    at = pl.col(seq) * _ORDINALS
+    return at if ordinal is None else at + ordinal.clip(0, _ORDINALS - 1)
+
+
 def _issues(issued: pl.LazyFrame, prefix: str, wanted: pl.LazyFrame) -> pl.LazyFrame:
-    """The issues of the ids `wanted` asks for (a key of `issued`), their columns prefixed."""
+    """The issues of the ids `wanted` asks for (a key of `issued`), their columns prefixed
+    (`{prefix}wire`: their wire order at one time, `_wire`)."""
     return issued.join(wanted.unique(), on=wanted.collect_schema().names(), how="semi").select(
         pl.col("event_id").alias("cursor"),
         *(
@@ -74,6 +88,7 @@ def _issues(issued: pl.LazyFrame, prefix: str, wanted: pl.LazyFrame) -> pl.LazyF
             for c in ("session_id", "flow_id", "ordinal", "ts", "seq", "id_only")
         ),
         pl.col("payload_seen").alias(f"{prefix}payload_seen"),
+        _wire("seq", pl.col("ordinal")).alias(f"{prefix}wire"),
     )
 
 
@@ -91,15 +106,16 @@ def own_issues(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("last_event_id").alias("cursor"),
         "ts",
         pl.col("req_seq").alias("seq"),
+        _wire("req_seq").alias("_wire"),
     )
     asked = cursors.select("session_id", pl.col("cursor").alias("event_id"))
     return latest_before(
         cursors,
         _issues(issued, "c_", asked).with_columns(pl.col("c_session_id").alias("session_id")),
         by=("session_id", "cursor"),
-        on=("ts", "seq"),
-        candidate_on=("c_ts", "c_seq"),
-    )
+        on=("ts", "_wire"),
+        candidate_on=("c_ts", "c_wire"),
+    ).drop("_wire", "c_wire")
 
 
 def resolve_cursors(own: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
@@ -107,16 +123,16 @@ def resolve_cursors(own: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
     never issued, the latest issue in another session; `status` (`CURSOR_STATUS`)."""
     own = own.cache()  # read twice: computed once (when it is not collected already)
     lost = own.filter(pl.col("c_flow_id").is_null()).select(
-        "flow_id", "session_id", "cursor", "ts", "seq"
+        "flow_id", "session_id", "cursor", "ts", _wire("seq").alias("_wire")
     )
     other = latest_before(
         lost,
         _issues(issued, "o_", lost.select(pl.col("cursor").alias("event_id"))),
         by=("cursor",),
-        on=("ts", "seq"),
-        candidate_on=("o_ts", "o_seq"),
+        on=("ts", "_wire"),
+        candidate_on=("o_ts", "o_wire"),
         other_than=("session_id", "o_session_id"),
-    ).drop("session_id", "cursor", "ts", "seq")
+    ).drop("session_id", "cursor", "ts", "_wire", "o_wire")
     return own.join(other, on="flow_id", how="left").with_columns(
         pl.when(pl.col("c_flow_id").is_not_null())
         .then(pl.lit("resolved"))

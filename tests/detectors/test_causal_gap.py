@@ -60,6 +60,12 @@ def still_open_at_capture_end(c: Capture) -> None:
     s.resume("18", prime("19"), end="open_at_shutdown")
 
 
+def uneven_progress_and_counter_skip(c: Capture) -> None:
+    s = Session(c, "S1")
+    s.call(5, prime("s1_1"), progress("s1_2", 100), progress("s1_3", 350), progress("s1_4", 900))
+    s.resume("s1_4", progress("s1_9", 5000), result("s1_10", 5))
+
+
 def reused_id_answered_only_before(c: Capture) -> None:
     """The client reuses id 3 in its session: the first call's answer came before the second
     call was made, so it pays nothing the resumed second stream owed."""
@@ -80,6 +86,8 @@ FLAGGED: dict[str, tuple[Callable[[Capture], None], str, list[str], list[str]]] 
         standalone_stream_skipped_by_a_replay, "info", ["QUJD", "REVG", "R0hJ"], []),
     "still open at capture end": (still_open_at_capture_end, "info", ["18"], ["3"]),
     "id reused, answered only before": (reused_id_answered_only_before, "high", ["e4"], ["3"]),
+    "uneven progress (medium) and a counter skip (medium): high": (
+        uneven_progress_and_counter_skip, "high", ["s1_4", "s1_9"], ["5"]),
 }  # fmt: skip
 
 
@@ -124,10 +132,11 @@ def replay_under_fresh_ids(c: Capture) -> None:  # the same messages, renumbered
     s.resume("e2", progress("f3", 2), progress("f4", 3), result("f5", 5))
 
 
-def uneven_progress_steps(c: Capture) -> None:
+def uneven_progress_counter_goes_on(c: Capture) -> None:
+    # Progress jumps, but the stream's own counter goes on at cursor + 1: nothing was skipped.
     s = Session(c, "S1")
     s.call(5, prime("s1_1"), progress("s1_2", 100), progress("s1_3", 350), progress("s1_4", 900))
-    s.resume("s1_4", progress("s1_9", 5000), result("s1_10", 5))
+    s.resume("s1_4", progress("s1_5", 5000), result("s1_6", 5))
 
 
 def contiguous_replay_in_even_steps(c: Capture) -> None:
@@ -165,7 +174,7 @@ CLEAN = {
     "correct replay, then a new priming event": correct_replay_then_new_priming,
     "replay finished at a later incarnation": replay_finished_at_a_later_incarnation,
     "replay under fresh ids": replay_under_fresh_ids,
-    "uneven progress steps": uneven_progress_steps,
+    "uneven progress, counter goes on at cursor + 1": uneven_progress_counter_goes_on,
     "contiguous replay in even steps": contiguous_replay_in_even_steps,
     "client cancelled the request": cancelled_after_the_resume,
     "never resumed (lost-response, not a gap)": never_resumed,

@@ -118,7 +118,9 @@ def test_resumed_progress_is_each_resumed_streams_progress_in_stream_order() -> 
     )
     found = resumed_progress(
         messages.with_columns(
-            pl.lit(None, S.TS).alias("ts"), pl.lit(None, pl.String).alias("event_id")
+            pl.lit(None, S.TS).alias("ts"),
+            pl.lit(None, pl.String).alias("event_id"),
+            pl.lit(None, pl.String).alias("data_hash"),
         ),
         resumptions,
         incarnations,
