@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from analyzer.detectors.causal_gap import DETECTOR
-from tests.support.records import Capture, event, req, res, sse
+from tests.support.records import (
+    ID_SCHEMES,
+    PER_STREAM_COUNTERS,
+    Capture,
+    Cut,
+    event,
+    req,
+    res,
+    sse,
+)
 from tests.support.streams import Session, findings, note, prime, progress
 
 U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f47",
@@ -185,3 +194,68 @@ CLEAN = {
 @pytest.mark.parametrize("build", CLEAN.values(), ids=CLEAN.keys())
 def test_quiet_on_continuations(build: Callable[[Capture], None]) -> None:
     assert run(build) == []
+
+
+# --- the shapes real servers take (tests/support/records.py `Cut`) ----------------------------
+
+
+def _expected(cut: Cut) -> str | None:
+    """What the rules of DESIGN.md §5 say of a `tail` answer (two messages skipped)."""
+    progress_before = cut.progress != "none" and cut.seen >= 1
+    replayed = cut.messages - cut.seen - 2  # progress notifications in the tail
+    step_known = replayed >= 2 or cut.seen >= 2 or cut.progress == "total"
+    by_progress = progress_before and replayed >= 1 and step_known
+    by_counter = cut.ids in PER_STREAM_COUNTERS
+    if by_progress:
+        return "high"
+    return "medium" if by_counter else None
+
+
+SHAPES = [
+    Cut(ids=ids, seen=seen, progress=progress, answer="tail", chunking=chunking, era=era)
+    for ids in ID_SCHEMES
+    for seen, progress, chunking, era in (
+        (0, "total", "one", "2025-11-25"),  # only the priming event before the cut
+        (1, "total", "several", "2025-11-25"),  # ONE progress notification before the cut
+        (2, "bare", "midline", "2025-06-18"),
+        (3, "none", "one", "2025-03-26"),  # notifications/message only: no progress
+    )
+] + [
+    Cut(ids="uuid", seen=1, messages=4, progress="total", answer="tail"),  # step from total
+    Cut(ids="uuid", seen=1, messages=4, progress="bare", answer="tail"),  # no step: nothing
+    Cut(ids="padded", seen=2, owed=False, progress="none", answer="tail"),  # GET stream
+]
+
+
+@pytest.mark.parametrize("cut", SHAPES, ids=repr)
+def test_a_skipping_replay_in_every_shape(cut: Cut) -> None:
+    found = run(cut.build)
+    expected = _expected(cut)
+    assert [f["severity"] for f in found] == ([expected] if expected else [])
+
+
+CONTINUATIONS = [
+    Cut(ids=ids, seen=seen, progress=progress, answer=answer, chunking=chunking, era=era)
+    for ids in ID_SCHEMES
+    for seen, progress, answer, chunking, era in (
+        (0, "total", "replay", "midline", "2025-11-25"),
+        (1, "bare", "replay", "several", "2025-06-18"),
+        (3, "none", "replay", "one", "2025-11-25"),
+        (2, "total", "tail", "one", "2026-07-28"),  # no resume in 2026: GET refused
+    )
+]
+
+
+@pytest.mark.parametrize("cut", CONTINUATIONS, ids=repr)
+def test_no_gap_in_a_full_replay_of_any_shape(cut: Cut) -> None:
+    assert run(cut.build) == []
+
+
+def test_a_counter_shared_by_the_sessions_streams_skips_legitimately() -> None:
+    def shared(c: Capture) -> None:
+        Cut(ids="integer", seen=2, progress="none", answer="tail").build(c)
+        # Another stream of the capture carried the numbers the replay went past.
+        s = Session(c, "other")
+        s.get(note("4", "a"), note("5", "b"))
+
+    assert run(shared) == []

@@ -6,7 +6,11 @@ Each method appends one record with the next `seq` and a `ts_ns` 1 ms after the 
 
 from __future__ import annotations
 
+import functools
 import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +208,137 @@ def rows(frame: Any, *columns: str) -> list[tuple[Any, ...]]:
         frame = frame.collect()
     result: list[tuple[Any, ...]] = frame.select(columns).rows()
     return result
+
+
+# --- a cut and a resume, along the axes real servers vary on ----------------------------------
+
+ID_SCHEMES: dict[str, Callable[[str, int], str]] = {
+    "integer": lambda stream, n: str(n),
+    "padded": lambda stream, n: f"evt-{n:06d}",
+    "stream_n": lambda stream, n: f"{stream}_{n}",
+    "uuid": lambda stream, n: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{stream}/{n}")),
+    "epoch_rand": lambda stream, n: f"{1_750_000_000_000 + 37 * n}-{(n * 7919) % 9973:04x}",
+    "constant": lambda stream, n: "0",
+}
+"""Event-id schemes servers use: `(stream, n) -> id` for the n-th id a stream issues."""
+PER_STREAM_COUNTERS = frozenset({"integer", "padded", "stream_n"})
+"""The schemes of `ID_SCHEMES` that are a per-stream counter."""
+PRIMING_ERAS = frozenset({"2025-11-25"})
+"""Eras whose servers open a stream with a priming event (2026-07-28 has no resume at all)."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A tools/call stream (or, with `owed=False`, the standalone GET stream) cut after the
+    client saw `seen` of its `messages` (0: only the priming event), `lost` more having passed
+    the proxy, then resumed with the client's cursor and answered as `answer` says:
+
+    `replay` (everything after the cursor, then a new priming event), `tail` (the replay skips
+    two messages: an evicting buffer), `fresh` (replica b's own stream under fresh ids and other
+    payloads), `other_payloads` (the due ids carrying other payloads), `empty` (200, no event),
+    `404` / `409`, `control` (an honest "new stream" event, then fresh messages),
+    `control_data` (the same said only by `"resumed": false` in the data).
+    `progress`: `total` / `bare` (progress notifications with or without a total) or `none`
+    (`notifications/message` instead). `replica`: an `X-Served-By` replica (a, and b for a
+    fresh answer) or none. `chunking`: `one` event a chunk, `several` in one chunk, `midline`
+    (chunks cut inside lines).
+    """
+
+    ids: str = "padded"
+    seen: int = 2
+    lost: int = 0
+    messages: int = 6
+    progress: str = "total"
+    answer: str = "replay"
+    owed: bool = True
+    replica: bool = True
+    era: str = "2025-11-25"
+    chunking: str = "one"
+
+    def build(self, c: Capture) -> None:
+        """Write the session, the cut stream and the resume into `c`."""
+        sid = "3c1e9f7a0b2d4e6f"
+        headers = {"MCP-Protocol-Version": self.era}
+        if self.era != "2026-07-28":
+            headers["Mcp-Session-Id"] = sid
+        f = c.request(body=req("initialize", 0, protocolVersion=self.era, capabilities={}))
+        c.response(f, body=res(0, protocolVersion=self.era), headers={"Mcp-Session-Id": sid})
+        idof = functools.partial(ID_SCHEMES[self.ids], "s7f3")
+        primed = self.era in PRIMING_ERAS
+        blocks = [event(id=idof(1), data="")] if primed else []
+        base = 2 if primed else 1  # the counter of message 1
+        blocks += [self._message(idof(base + k - 1), k) for k in range(1, self.messages + 1)]
+        rid = 5
+        result = event(
+            res(rid, content=[{"type": "text", "text": "done"}]), id=idof(base + self.messages)
+        )
+        if self.owed:
+            body = req(
+                "tools/call", rid, name="export", arguments={}, _meta={"progressToken": "tok"}
+            )
+            f = c.request(body=body, headers=headers)
+        else:
+            f = c.request("GET", headers=headers)
+        c.response(f, sse=True, **self._replica("a"))
+        shown = (1 if primed else 0) + self.seen
+        self._chunks(c, f, blocks[: shown + self.lost])
+        c.end(f, "error", error="connection reset")
+        cursor = idof(base + self.seen - 1) if self.seen else idof(1)
+        g = c.request("GET", headers={**headers, "Last-Event-ID": cursor})
+        if self.era == "2026-07-28":  # no resumable streams: GET is refused
+            c.response(g, 405)
+            c.end(g)
+            return
+        if self.answer in ("404", "409"):
+            c.response(g, int(self.answer), **self._replica("a"))
+            c.end(g)
+            return
+        c.response(g, sse=True, **self._replica("b" if self.answer == "fresh" else "a"))
+        self._chunks(c, g, self._answer(blocks, shown, result, idof))
+        c.end(g)
+
+    def _message(self, i: str, k: int, text: str = "step") -> str:
+        if self.progress == "none":
+            return event(req("notifications/message", level="info", data=f"{text} {k}"), id=i)
+        total = {"total": self.messages} if self.progress == "total" else {}
+        return event(req("notifications/progress", progressToken="tok", progress=k, **total), id=i)
+
+    def _answer(self, blocks: list[str], shown: int, result: str, idof: Any) -> list[str]:
+        after = blocks[shown:] + ([result] if self.owed else [])
+        # A new priming event after the replay, under the stream's next id (as the Python SDK).
+        following = idof(len(blocks) + 1 + (1 if self.owed else 0))  # blocks hold the priming
+        closing = [event(id=following, data="")] if self.era in PRIMING_ERAS else []
+        fresh = [event(req("notifications/message", level="info", data=f"hello {k}"), id=f"b-{k}")
+                 for k in (1, 2)]  # fmt: skip
+        if self.answer == "replay":
+            return after + closing
+        if self.answer == "tail":
+            return after[2:] + closing
+        if self.answer == "fresh":
+            return fresh
+        if self.answer == "other_payloads":
+            due = blocks[shown:] or [result]
+            ids = [line[4:] for b in due for line in b.split("\n") if line.startswith("id: ")]
+            return [event(req("notifications/message", level="info", data="other"), id=i)
+                    for i in ids]  # fmt: skip
+        if self.answer == "control":
+            return [event({"resumed": False}, id=idof(901), event="stream-reset"), *fresh]
+        if self.answer == "control_data":
+            return [event({"resumed": False, "reason": "unknown cursor"}, id=idof(901)), *fresh]
+        return []  # empty
+
+    def _replica(self, name: str) -> dict[str, Any]:
+        if not self.replica:
+            return {"replica": UPSTREAM}
+        return {"replica": name, "headers": {"X-Served-By": name}}
+
+    def _chunks(self, c: Capture, flow: str, blocks: list[str]) -> None:
+        text = sse(*blocks)
+        if self.chunking == "one":
+            parts = [sse(b) for b in blocks]
+        elif self.chunking == "several":
+            parts = [text] if text else []
+        else:  # midline: cut every 11 bytes, inside lines and fields
+            parts = [text[i : i + 11] for i in range(0, len(text), 11)]
+        for n, part in enumerate(parts):
+            c.chunk(flow, part, n=n)
