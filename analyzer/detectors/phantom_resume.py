@@ -8,7 +8,8 @@ resume). Something else: none of the due events came again (a due payload counts
 a due id with another payload is another message), yet the answer issued fresh non-priming
 events or, when events were due, only a new priming event, which moves the client's cursor past
 what it never got; for a due response, the response never came on this or a later
-incarnation and the answer went on with no progress token S had carried. And nothing told the
+incarnation. Not when the answer went on with S's own messages (progress on a token S carried,
+ids further along S's per-stream counter): a partial replay. And nothing told the
 client the cursor was not honoured: no JSON-RPC error on the answer, no control event (an SSE
 event whose type says the stream was reset or is new, or whose data holds `"resumed": false`).
 High when events were due, or the response was and another replica answered; medium when only
@@ -34,6 +35,7 @@ import polars as pl
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
 from analyzer.timeline import payloads_of
+from analyzer.timeline.counters import resume_counters
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -84,7 +86,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     came = answer.select("r_flow", "payload_hash").join(
         due.select("r_flow", "payload_hash"), on=["r_flow", "payload_hash"], how="semi"
     )
-    owed = _owed_only(timeline, resumes, due, answer)
+    owed = _owed_only(timeline, resumes, due)
     due_events = due.group_by("r_flow").agg(
         pl.col("event_id").sort_by("stream_pos").unique(maintain_order=True).alias("due"),
         pl.all().exclude("event_id").first(),
@@ -97,6 +99,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             how="vertical_relaxed",
         )
         .join(came.select("r_flow"), on="r_flow", how="anti")
+        .join(_continued(timeline, resumes, answer, due), on="r_flow", how="anti")
         .join(_told(timeline, answer), on="r_flow", how="anti")
     )
     # What the answers sent, for the few resumes left.
@@ -111,37 +114,46 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     return _findings(timeline, unserved, sent)
 
 
-def _owed_only(
-    timeline: Timeline, resumes: pl.LazyFrame, due: pl.LazyFrame, answer: pl.LazyFrame
+def _continued(
+    timeline: Timeline, resumes: pl.LazyFrame, answer: pl.LazyFrame, due: pl.LazyFrame
 ) -> pl.LazyFrame:
-    """The resumes with no event due but the stream's response, which never came at or after
-    them, answered with no progress token the stream carried before (a continuation of the
-    same work reports on its token)."""
-    streams = timeline.streams.select("stream_id", "response_delivered", "response_ts")
+    """The answers (`r_flow`) that went on with the stream's own messages: progress on a token
+    the stream carried before, or ids further along its per-stream counter (a partial replay:
+    `causal-gap` judges what it left out), unless they sent a due id with another payload."""
     tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
-    went_on = (
+    by_token = (
         answer.select("r_flow", "incarnation")
         .unique()
         .join(resumes.select("r_flow", "stream_id"), on="r_flow")
-        .join(
-            tokens.rename({"incarnation": "r_inc"}),
-            left_on=["stream_id", "incarnation"],
-            right_on=["stream_id", "r_inc"],
-        )
+        .join(tokens, on=["stream_id", "incarnation"])
         .join(tokens.rename({"incarnation": "before"}), on=["stream_id", "progress_token"])
         .filter(pl.col("before") < pl.col("incarnation"))
         .select("r_flow")
     )
+    by_counter = resume_counters(
+        resumes, timeline.resumed_events, timeline.id_counters, timeline.incarnations
+    ).filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n")))
+    reused = (
+        answer.select("r_flow", "event_id", "payload_hash")
+        .join(
+            due.select("r_flow", "event_id", pl.col("payload_hash").alias("was")),
+            on=["r_flow", "event_id"],
+        )
+        .filter(pl.col("payload_hash").ne_missing(pl.col("was")))
+    )
+    return pl.concat([by_token, by_counter.select("r_flow")]).join(reused, on="r_flow", how="anti")
+
+
+def _owed_only(timeline: Timeline, resumes: pl.LazyFrame, due: pl.LazyFrame) -> pl.LazyFrame:
+    """The resumes with no event due but the stream's response, which never came at or after
+    them."""
+    streams = timeline.streams.select("stream_id", "response_delivered", "response_ts")
+    came_later = pl.col("response_delivered") & (pl.col("response_ts") >= pl.col("r_ts"))
     return (
         resumes.filter(pl.col("response_owed").fill_null(False))
         .join(due.select("r_flow"), on="r_flow", how="anti")
         .join(streams, on="stream_id")
-        .filter(
-            ~(pl.col("response_delivered") & (pl.col("response_ts") >= pl.col("r_ts"))).fill_null(
-                False
-            )
-        )
-        .join(went_on, on="r_flow", how="anti")
+        .filter(~came_later.fill_null(False))
         .select(
             "r_flow",
             "stream_id",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from analyzer.detectors.phantom_resume import DETECTOR
-from tests.support.records import Capture, event, res
+from tests.support.records import PER_STREAM_COUNTERS, Capture, Cut, event, res
 from tests.support.streams import Session, findings, note, prime, progress
 
 U = ("6f1c0a52-3e9b-4c1d-9a57-0b2e8d4f6a11", "a3d9e6f0-7b21-4f8e-8c3a-5e0d1b9c2f47",
@@ -133,3 +133,56 @@ CLEAN = {
 @pytest.mark.parametrize("build", CLEAN.values(), ids=CLEAN.keys())
 def test_quiet_on_continuations(build: Callable[[Capture], None]) -> None:
     assert run(build) == []
+
+
+# --- the shapes real servers take (tests/support/records.py `Cut`) ----------------------------
+
+
+def _expected(cut: Cut) -> str | None:
+    """What DESIGN.md §5 says of a resume answered as `cut.answer` says."""
+    # A constant id resolves to its latest issue: nothing carried lies after it.
+    events_due = cut.lost > 0 and cut.ids != "constant"
+    # A replay that skips all that was due, then goes on with messages that show no tie to the
+    # stream (no progress token, no per-stream counter), looks like a fresh stream.
+    untied = cut.progress == "none" and cut.ids not in PER_STREAM_COUNTERS
+    if cut.answer == "tail" and events_due and untied and cut.seen + 2 >= cut.seen + cut.lost:
+        return "high"
+    if cut.answer not in ("fresh", "other_payloads") or cut.era == "2026-07-28":
+        return None
+    if events_due:
+        return "high"
+    if cut.answer == "other_payloads" and cut.ids in PER_STREAM_COUNTERS:
+        return None  # new ids further along the stream's counter: a continuation, as far as known
+    if not cut.owed:  # nothing was due: a GET stream going on with new messages
+        return None
+    moved = cut.replica and cut.answer == "fresh"  # replica b answered
+    return "high" if moved else "medium"
+
+
+SHAPES = [
+    Cut(ids=ids, seen=seen, lost=lost, owed=owed, replica=replica, answer=answer, progress=p,
+        chunking=chunking, era=era)
+    for ids in ("padded", "uuid", "epoch_rand", "constant")
+    for answer in ("fresh", "other_payloads", "replay", "tail", "empty", "404", "409",
+                   "control", "control_data")
+    for seen, lost, owed, replica, p, chunking, era in (
+        (0, 0, True, True, "total", "one", "2025-11-25"),  # response owed, only priming seen
+        (1, 1, True, False, "bare", "several", "2025-11-25"),  # events due, no replica header
+        (2, 0, True, False, "none", "midline", "2025-06-18"),  # owed, no replica header
+        (2, 2, False, True, "none", "one", "2025-03-26"),  # GET stream, events due
+        (2, 0, False, True, "total", "several", "2025-11-25"),  # GET stream, nothing due
+    )
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("cut", SHAPES, ids=repr)
+def test_a_resume_in_every_shape(cut: Cut) -> None:
+    found = run(cut.build)
+    expected = _expected(cut)
+    assert [f["severity"] for f in found] == ([expected] if expected else [])
+
+
+def test_an_owed_response_is_named_in_the_detail() -> None:
+    (found,) = run(Cut(ids="uuid", seen=0, answer="fresh").build)
+    assert "instead of the response to request 5 it still owed" in found["detail"]
+    assert found["request_ids"] == ["5"]
