@@ -20,7 +20,7 @@ from analyzer import schema as S
 
 __all__ = ["EVENT_DATES", "dated", "event_dates"]
 
-EVENT_DATES: Final = pl.Schema({"flow_id": pl.String, "ordinal": pl.Int32, "dated_ts": S.TS})
+EVENT_DATES: Final = pl.Schema({"flow_id": pl.String(), "ordinal": pl.Int32(), "dated_ts": S.TS})
 """The columns of `event_dates`."""
 
 

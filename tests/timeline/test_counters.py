@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.counters import id_counters
+from analyzer.timeline.counters import id_counters, resume_counters
 
 
 def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
@@ -32,4 +32,40 @@ def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
         ("a", 0, "e", 1, 1, 1),
         ("a", 1, "e", 2, 6, 2),
         ("b", 0, "s_", 2, 9, 4),
+    ]
+
+
+def test_resume_counters_place_cursor_and_answer_on_the_stream_counter() -> None:
+    # g1 resumes a per-stream counter (evt-000002 -> evt-000005); g2 ids of one prefix and
+    # random digits (no counter rising by one on its incarnation); g3 ids with no counter.
+    resumes = pl.LazyFrame(
+        {
+            "r_flow": ["g1", "g2", "g3"],
+            "stream_id": ["a", "b", "c"],
+            "r_inc": [1, 1, 1],
+            "cursor_flow_id": ["a", "b", "c"],
+            "cursor": ["evt-000002", "x-93", "opaque"],
+        }
+    )
+    rows = [  # (stream_id, flow_id, incarnation, ordinal, event_id, id_only)
+        ("a", "a", 0, 0, "evt-000001", True),
+        ("a", "a", 0, 1, "evt-000002", False),
+        ("a", "g1", 1, 0, "evt-000005", False),
+        ("a", "g1", 1, 1, "evt-000006", False),
+        ("b", "b", 0, 0, "x-7", False),
+        ("b", "b", 0, 1, "x-93", False),
+        ("b", "g2", 1, 0, "x-15", False),
+        ("c", "c", 0, 0, "opaque", False),
+        ("c", "g3", 1, 0, "other", False),
+    ]
+    names = ("stream_id", "flow_id", "incarnation", "ordinal", "event_id", "id_only")
+    events = pl.LazyFrame([dict(zip(names, r, strict=True)) for r in rows])
+    incarnations = pl.LazyFrame(
+        {"flow_id": ["a", "g1", "b", "g2", "c", "g3"], "incarnation": [0, 1, 0, 1, 0, 1]}
+    )
+    counters = id_counters(events)
+    got = resume_counters(resumes, events, counters, incarnations).collect().sort("r_flow")
+    assert got.rows() == [
+        ("g1", "a", "evt-", 2, 5, "evt-000005", True),
+        ("g2", "b", "x-", 93, 15, "x-15", False),
     ]

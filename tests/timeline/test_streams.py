@@ -121,3 +121,19 @@ def test_a_priming_event_issues_a_cursor() -> None:
         ("f1", "f1", 0),
         ("f2", "f1", 1),
     ]
+
+
+def test_an_id_issued_twice_in_one_chunk_resolves_to_the_later_issue() -> None:
+    # A constant id: the chunk's events share its time and record number; wire order is their
+    # place in the chunk, so the cursor stands after the last of them (nothing carried after).
+    c = Capture()
+    p = c.request(body=req("tools/call", 5, name="t", arguments={}), headers=S1)
+    c.response(p, sse=True)
+    progress = [req("notifications/progress", progressToken=1, progress=k) for k in (1, 2)]
+    c.chunk(p, sse(event(id="0", data=""), *(event(m, id="0") for m in progress)), n=0)
+    c.end(p, "client_closed")
+    g = c.request("GET", headers={**S1, "Last-Event-ID": "0"})
+    c.response(g, sse=True)
+    c.end(g)
+    timeline = timeline_of(c)
+    assert rows(timeline.resumptions, "cursor_stream_id", "events_after") == [("f1", 0)]
