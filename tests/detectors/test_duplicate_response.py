@@ -131,6 +131,16 @@ def resume_answers_twice(c: Capture) -> None:
     s.resume("1", event(res(3, content=["T-1"]), id="2"), event(res(3, content=["T-2"]), id="3"))
 
 
+def response_replayed_onto_another_stream(c: Capture) -> None:
+    """Request 4's response (same id and payload) comes back on the resume of request 5's
+    stream: cross-stream-replay's finding, not a second answer."""
+    initialized(c)
+    stream(c, [event(id="a0", data=""), event(res(4, content=["T-1"]), id="a1")], body=call(4))
+    stream(c, [event(id="b0", data="")], body=call(5), how="server_closed")
+    stream(c, [event(res(4, content=["T-1"]), id="a1"), event(res(5, content=[]), id="b1")],
+           headers={**S1, "Last-Event-ID": "b0"})  # fmt: skip
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -144,7 +154,15 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (reused_id_answered_again_on_the_get_stream, [(["5"], ["12", "13"])]),
     (resume_answers_twice, [(["3"], ["2", "3"])]),
     (shared_store_two_answers, []),  # cross-session-replay's
+    (response_replayed_onto_another_stream, []),  # cross-stream-replay's
 ]
+
+
+def test_a_response_replayed_onto_another_stream_is_cross_stream_replays() -> None:
+    found = findings(response_replayed_onto_another_stream, "cross-stream-replay", opened=False)
+    assert found.select("event_ids", "request_ids", "stream_ids").rows() == [
+        (["a1"], ["4"], ["f3", "f2"])
+    ]
 
 
 @pytest.mark.parametrize(("build", "expected"), CASES, ids=[b.__name__ for b, _ in CASES])
