@@ -8,8 +8,9 @@ resume). Something else: none of the due events came again (a due payload counts
 a due id with another payload is another message), yet the answer issued fresh non-priming
 events or, when events were due, only a new priming event, which moves the client's cursor past
 what it never got; for a due response, the response never came on this or a later
-incarnation. Not when the answer went on with S's own messages (progress on a token S carried,
-ids further along S's per-stream counter): a partial replay. And nothing told the
+incarnation. Not when the answer went on with S's own messages: progress on a token S carried
+(a partial replay), or, when only the response was due, ids further along S's per-stream
+counter (a continuation as far as the wire tells). And nothing told the
 client the cursor was not honoured: no JSON-RPC error on the answer, no control event (an SSE
 event whose type says the stream was reset or is new, or whose data holds `"resumed": false`).
 High when events were due, or the response was and another replica answered; medium when only
@@ -99,7 +100,11 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             how="vertical_relaxed",
         )
         .join(came.select("r_flow"), on="r_flow", how="anti")
-        .join(_continued(timeline, resumes, answer, due), on="r_flow", how="anti")
+        .join(_continued(timeline, resumes, answer, due), on="r_flow", how="left")
+        # Ids further along the counter go on the stream only where nothing it carried was due
+        # (a fresh stream of a session-wide counter goes on past what it skipped, too).
+        .filter(~(pl.col("by_token") | (pl.col("by_counter") & pl.col("owed"))).fill_null(False))
+        .drop("by_token", "by_counter")
         .join(_told(timeline, answer), on="r_flow", how="anti")
     )
     # What the answers sent, for the few resumes left.
@@ -118,8 +123,8 @@ def _continued(
     timeline: Timeline, resumes: pl.LazyFrame, answer: pl.LazyFrame, due: pl.LazyFrame
 ) -> pl.LazyFrame:
     """The answers (`r_flow`) that went on with the stream's own messages: progress on a token
-    the stream carried before, or ids further along its per-stream counter (a partial replay:
-    `causal-gap` judges what it left out), unless they sent a due id with another payload."""
+    the stream carried before (`by_token`), or ids further along its per-stream counter
+    (`by_counter`), unless they sent a due id with another payload."""
     tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
     by_token = (
         answer.select("r_flow", "incarnation")
@@ -141,7 +146,18 @@ def _continued(
         )
         .filter(pl.col("payload_hash").ne_missing(pl.col("was")))
     )
-    return pl.concat([by_token, by_counter.select("r_flow")]).join(reused, on="r_flow", how="anti")
+    return (
+        pl.concat(
+            [
+                by_token.with_columns(pl.lit(True).alias("by_token")),
+                by_counter.select("r_flow", pl.lit(True).alias("by_counter")),
+            ],
+            how="diagonal",
+        )
+        .join(reused, on="r_flow", how="anti")
+        .group_by("r_flow")
+        .agg(pl.col("by_token", "by_counter").fill_null(False).any())
+    )
 
 
 def _owed_only(timeline: Timeline, resumes: pl.LazyFrame, due: pl.LazyFrame) -> pl.LazyFrame:

@@ -143,9 +143,9 @@ def _expected(cut: Cut) -> str | None:
     # A constant id resolves to its latest issue: nothing carried lies after it.
     events_due = cut.lost > 0 and cut.ids != "constant"
     # A replay that skips all that was due, then goes on with messages that show no tie to the
-    # stream (no progress token, no per-stream counter), looks like a fresh stream.
-    untied = cut.progress == "none" and cut.ids not in PER_STREAM_COUNTERS
-    if cut.answer == "tail" and events_due and untied and cut.seen + 2 >= cut.seen + cut.lost:
+    # stream (no progress token it carried), is told from a fresh stream by nothing: a fresh
+    # stream of a session-wide counter goes on past the cursor too.
+    if cut.answer == "tail" and events_due and cut.progress == "none" and cut.lost <= 2:
         return "high"
     if cut.answer not in ("fresh", "other_payloads") or cut.era == "2026-07-28":
         return None
