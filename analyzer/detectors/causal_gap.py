@@ -116,10 +116,18 @@ def _steps(tl: Timeline, progress: pl.LazyFrame) -> pl.LazyFrame:
     )
     # `total` is read from the payload only for tokens whose increments say nothing.
     total = pl.col("text").str.json_path_match("$.params.total").cast(pl.Float64, strict=False)
-    counted = steps.filter(pl.col("d").is_null() & pl.col("integral"))
-    totals = payloads_of(tl, counted, total.alias("total"), text=False).select(
-        "data_hash", (pl.col("total") % 1 == 0).fill_null(False).alias("counted")
+    counted = (
+        steps.filter(pl.col("d").is_null() & pl.col("integral"))
+        .select("data_hash")
+        .drop_nulls()
+        .unique()
+        .collect(engine="streaming")
     )
+    totals = (
+        payloads_of(tl, counted.lazy(), total.alias("total"), text=False)
+        if not counted.is_empty()  # no token without increments: no payload read
+        else pl.LazyFrame(schema={"data_hash": pl.String, "total": pl.Float64})
+    ).select("data_hash", (pl.col("total") % 1 == 0).fill_null(False).alias("counted"))
     return (
         steps.join(totals, on="data_hash", how="left")
         .with_columns(
@@ -220,8 +228,9 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
     streams share skips on each of them legitimately)."""
     skips = counted.filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n") + 1))
     events = tl.sse_events.select("event_id").filter(pl.col("event_id").is_not_null())
+    answers = tl.resumed_events
     if skips.is_empty():  # the common case: no pass over every event id
-        events = events.clear()
+        events, answers = events.clear(), answers.clear()
     wanted = skips.select("prefix").unique().lazy()
     seen = (
         events.select(id_counter("event_id", "prefix", "n"))
@@ -239,10 +248,26 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
         pl.col("a_n") - pl.col("c_n"),
         pl.col("a_n") - pl.col("c_n") - 1,
     )
+    # The id the replay went on at, for the evidence (read among those few answers' events).
+    went_on = (
+        answers.join(
+            skips.lazy().select(pl.col("r_flow").alias("flow_id")), on="flow_id", how="semi"
+        )
+        .select("flow_id", "ordinal", "event_id", *id_counter("event_id", "prefix", "n"))
+        .join(
+            skips.lazy().select(
+                pl.col("r_flow").alias("flow_id"), "prefix", pl.col("a_n").alias("n")
+            ),
+            on=["flow_id", "prefix", "n"],
+        )
+        .group_by(pl.col("flow_id").alias("r_flow"))
+        .agg(pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"))
+    )
     ids, flows = pl.concat_list("cursor", "a_event_id"), pl.concat_list("cursor_flow_id", "r_flow")
     return (
         skips.lazy()
         .join(seen, on="r_flow", how="anti")
+        .join(went_on, on="r_flow")
         .join(resumes, on=["r_flow", "stream_id"])
         .select(*_part(text, ids, flows, "r_ts", "r_ts"), pl.lit(_MEDIUM).alias("level"))
     )
@@ -290,9 +315,9 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     # together and held all their caches at once. `_carried` reads what was delivered again
     # from `Timeline.after_cursor`.
     resumes = timeline.resumes_at_cursor.with_columns(_REPLICA).collect(engine="streaming")
-    counted = resume_counters(
-        resumes.lazy(), timeline.resumed_events, timeline.id_counters, timeline.incarnations
-    ).collect(engine="streaming")
+    counted = resume_counters(resumes.lazy(), timeline.id_counters, timeline.incarnations).collect(
+        engine="streaming"
+    )
     contiguous = counted.filter(pl.col("per_stream") & (pl.col("a_n") == pl.col("c_n") + 1)).select(
         "r_flow"
     )

@@ -56,8 +56,12 @@ def _told(timeline: Timeline, answer: pl.LazyFrame) -> pl.LazyFrame:
         (pl.col("direction") == "s2c") & (pl.col("kind") == "error")
     ).select(pl.col("flow_id").alias("r_flow"))
     typed = answer.filter(pl.col("event").str.contains(_CONTROL_TYPE).fill_null(False))
-    flagged = payloads_of(
-        timeline, answer.select("data_hash").drop_nulls(), _NOT_RESUMED.alias("no"), text=False
+    # The payload texts are read only for the few answers asked about (none: no read at all).
+    hashes = answer.select("data_hash").drop_nulls().unique().collect(engine="streaming")
+    flagged = (
+        payloads_of(timeline, hashes.lazy(), _NOT_RESUMED.alias("no"), text=False)
+        if not hashes.is_empty()
+        else pl.LazyFrame(schema={"data_hash": pl.String, "no": pl.Boolean})
     ).filter(pl.col("no").fill_null(False))
     said = answer.join(flagged.select("data_hash"), on="data_hash", how="semi")
     return pl.concat([errors, typed.select("r_flow"), said.select("r_flow")])
@@ -94,13 +98,21 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     columns = ["r_flow", "stream_id", "cursor", "cursor_flow_id", "cursor_replica",
                "answer_replica", "r_ts", "due", "owed"]  # fmt: skip
-    unserved = (
+    # The resumes none of whose due came (few): collected, so that the judgements below read
+    # only their answers.
+    unmet = (
         pl.concat(
             [due_events.with_columns(pl.lit(False).alias("owed")).select(columns), owed],
             how="vertical_relaxed",
         )
         .join(came.select("r_flow"), on="r_flow", how="anti")
-        .join(_continued(timeline, resumes, answer, due), on="r_flow", how="left")
+        .collect(engine="streaming")
+        .lazy()
+    )
+    resumes = resumes.join(unmet.select("r_flow"), on="r_flow", how="semi")
+    answer = answer.join(unmet.select("r_flow"), on="r_flow", how="semi")
+    unserved = (
+        unmet.join(_continued(timeline, resumes, answer, due), on="r_flow", how="left")
         # Ids further along the counter go on the stream only where nothing it carried was due
         # (a fresh stream of a session-wide counter goes on past what it skipped, too).
         .filter(~(pl.col("by_token") | (pl.col("by_counter") & pl.col("owed"))).fill_null(False))
@@ -126,18 +138,23 @@ def _continued(
     the stream carried before (`by_token`), or ids further along its per-stream counter
     (`by_counter`), unless they sent a due id with another payload."""
     tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
+    # Each token's first incarnation: a token on the answer that an earlier one carried.
+    first = tokens.group_by("stream_id", "progress_token").agg(
+        pl.col("incarnation").min().alias("before")
+    )
     by_token = (
         answer.select("r_flow", "incarnation")
         .unique()
         .join(resumes.select("r_flow", "stream_id"), on="r_flow")
-        .join(tokens, on=["stream_id", "incarnation"])
-        .join(tokens.rename({"incarnation": "before"}), on=["stream_id", "progress_token"])
+        .join(tokens.unique(), on=["stream_id", "incarnation"])
+        .join(first, on=["stream_id", "progress_token"])
         .filter(pl.col("before") < pl.col("incarnation"))
         .select("r_flow")
+        .unique()
     )
-    by_counter = resume_counters(
-        resumes, timeline.resumed_events, timeline.id_counters, timeline.incarnations
-    ).filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n")))
+    by_counter = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(
+        pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n"))
+    )
     reused = (
         answer.select("r_flow", "event_id", "payload_hash")
         .join(

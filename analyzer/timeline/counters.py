@@ -56,21 +56,19 @@ def id_counters(events: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def resume_counters(
-    resumes: pl.LazyFrame,
-    events: pl.LazyFrame,
-    counters: pl.LazyFrame,
-    incarnations: pl.LazyFrame,
+    resumes: pl.LazyFrame, counters: pl.LazyFrame, incarnations: pl.LazyFrame
 ) -> pl.LazyFrame:
-    """Where each resume's cursor and answer stand in a per-stream id counter.
+    """Where each resume's cursor and answer stand in a per-stream id counter, read from the
+    incarnations' counters alone (no pass over the events).
 
-    `resumes`: `Timeline.resumes_at_cursor`; `events`: `Timeline.resumed_events`; `counters`:
-    `id_counters` output. One row per resume whose cursor ends in a counter (no epoch in its
-    prefix) and whose answer issued an id with the same prefix: `r_flow, stream_id, prefix, c_n`
-    (the cursor's counter), `a_n` and `a_event_id` (the answer's first such id, priming events
-    left out: a replay starts with a message) and `per_stream`: the counter rose by one an event
-    on the incarnation that issued the cursor and on the answer (an id scheme that is no counter,
-    such as a UUID ending in digits, or a session-wide counter interleaving streams, does not).
+    `resumes`: `Timeline.resumes_at_cursor`; `counters`: `id_counters` output. One row per
+    resume whose cursor ends in a counter (no epoch in its prefix) and whose answer's ids of the
+    same prefix rose by one an event: `r_flow, stream_id, prefix, c_n` (the cursor's counter),
+    `a_n` (the answer's first, its least) and `per_stream`: the counter rose by one an event on
+    the incarnation that issued the cursor too (an id scheme that is no counter, such as random
+    digits after a prefix, or a session-wide counter interleaving streams, does not).
     """
+    rising = counters.filter(pl.col("lo") == pl.col("hi"))
     cursor = (
         resumes.select("r_flow", "stream_id", "r_inc", "cursor_flow_id", "cursor")
         .with_columns(id_counter("cursor", "prefix", "c_n"))
@@ -82,33 +80,19 @@ def resume_counters(
             on="cursor_flow_id",
         )
     )
-    issued = pl.col("event_id").is_not_null() & (pl.col("event_id") != "") & ~pl.col("id_only")
-    answer = (
-        events.join(cursor.select(pl.col("r_flow").alias("flow_id")), on="flow_id", how="semi")
-        .filter(issued)
-        .select("flow_id", "ordinal", "event_id", *id_counter("event_id", "a_prefix", "a_n"))
-        .join(
-            cursor.select(pl.col("r_flow").alias("flow_id"), pl.col("prefix").alias("a_prefix")),
-            on=["flow_id", "a_prefix"],
-            how="semi",
-        )
-        .group_by(pl.col("flow_id").alias("r_flow"))
-        .agg(
-            pl.col("a_n").sort_by("ordinal").first(),
-            pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"),
-        )
+    answer = rising.select(
+        "stream_id", pl.col("incarnation").alias("r_inc"), "prefix", pl.col("n").alias("a_n")
     )
-    rising = counters.filter(pl.col("lo") == pl.col("hi")).select(
-        "stream_id", "incarnation", "prefix", pl.lit(True).alias("_rising")
+    issuer = rising.select(
+        "stream_id",
+        pl.col("incarnation").alias("c_inc"),
+        "prefix",
+        pl.lit(True).alias("per_stream"),
     )
-    found = cursor.join(answer, on="r_flow")
-    for inc, name in (("c_inc", "_c_rising"), ("r_inc", "_r_rising")):
-        found = found.join(
-            rising.rename({"incarnation": inc, "_rising": name}),
-            on=["stream_id", inc, "prefix"],
-            how="left",
+    return (
+        cursor.join(answer, on=["stream_id", "r_inc", "prefix"])
+        .join(issuer, on=["stream_id", "c_inc", "prefix"], how="left")
+        .select(
+            "r_flow", "stream_id", "prefix", "c_n", "a_n", pl.col("per_stream").fill_null(False)
         )
-    per_stream = pl.col("_c_rising").fill_null(False) & pl.col("_r_rising").fill_null(False)
-    return found.select(
-        "r_flow", "stream_id", "prefix", "c_n", "a_n", "a_event_id", per_stream.alias("per_stream")
     )
