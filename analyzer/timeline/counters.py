@@ -62,8 +62,9 @@ def resume_counters(
     incarnations' counters alone (no pass over the events).
 
     `resumes`: `Timeline.resumes_at_cursor`; `counters`: `id_counters` output. One row per
-    resume whose cursor ends in a counter (no epoch in its prefix) and whose answer's ids of the
-    same prefix rose by one an event: `r_flow, stream_id, prefix, c_n` (the cursor's counter),
+    resume whose cursor ends in a counter (no epoch in its prefix) and whose answer carried a
+    message (a new priming event alone replays nothing) and ids of the same prefix that rose by
+    one an event: `r_flow, stream_id, prefix, c_n` (the cursor's counter),
     `a_n` (the answer's first, its least) and `per_stream`: the counter rose by one an event on
     the incarnation that issued the cursor too (an id scheme that is no counter, such as random
     digits after a prefix, or a session-wide counter interleaving streams, does not).
@@ -89,8 +90,12 @@ def resume_counters(
         "prefix",
         pl.lit(True).alias("per_stream"),
     )
+    replayed = incarnations.filter(pl.col("payload_events") > 0).select(
+        pl.col("flow_id").alias("r_flow")
+    )
     return (
-        cursor.join(answer, on=["stream_id", "r_inc", "prefix"])
+        cursor.join(replayed, on="r_flow", how="semi")
+        .join(answer, on=["stream_id", "r_inc", "prefix"])
         .join(issuer, on=["stream_id", "c_inc", "prefix"], how="left")
         .select(
             "r_flow", "stream_id", "prefix", "c_n", "a_n", pl.col("per_stream").fill_null(False)

@@ -37,14 +37,15 @@ def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
 
 def test_resume_counters_place_cursor_and_answer_on_the_stream_counter() -> None:
     # g1 resumes a per-stream counter (evt-000002 -> evt-000005); g2 ids of one prefix and
-    # random digits (no counter rising by one on its incarnation); g3 ids with no counter.
+    # random digits (no counter rising by one on its incarnation); g3 ids with no counter; g4 a
+    # new priming event alone.
     resumes = pl.LazyFrame(
         {
-            "r_flow": ["g1", "g2", "g3"],
-            "stream_id": ["a", "b", "c"],
-            "r_inc": [1, 1, 1],
-            "cursor_flow_id": ["a", "b", "c"],
-            "cursor": ["evt-000002", "x-93", "opaque"],
+            "r_flow": ["g1", "g2", "g3", "g4"],
+            "stream_id": ["a", "b", "c", "a"],
+            "r_inc": [1, 1, 1, 2],
+            "cursor_flow_id": ["a", "b", "c", "g1"],
+            "cursor": ["evt-000002", "x-93", "opaque", "evt-000006"],
         }
     )
     rows = [  # (stream_id, flow_id, incarnation, ordinal, event_id, id_only)
@@ -57,11 +58,16 @@ def test_resume_counters_place_cursor_and_answer_on_the_stream_counter() -> None
         ("b", "g2", 1, 0, "x-15", False),
         ("c", "c", 0, 0, "opaque", False),
         ("c", "g3", 1, 0, "other", False),
+        ("a", "g4", 2, 0, "evt-000009", True),  # g4: only a new priming event, no replay
     ]
     names = ("stream_id", "flow_id", "incarnation", "ordinal", "event_id", "id_only")
     events = pl.LazyFrame([dict(zip(names, r, strict=True)) for r in rows])
     incarnations = pl.LazyFrame(
-        {"flow_id": ["a", "g1", "b", "g2", "c", "g3"], "incarnation": [0, 1, 0, 1, 0, 1]}
+        {
+            "flow_id": ["a", "g1", "b", "g2", "c", "g3", "g4"],
+            "incarnation": [0, 1, 0, 1, 0, 1, 2],
+            "payload_events": [1, 2, 2, 1, 1, 1, 0],
+        }
     )
     counters = id_counters(events)
     got = resume_counters(resumes, counters, incarnations).collect().sort("r_flow")
