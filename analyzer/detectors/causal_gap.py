@@ -4,22 +4,32 @@ Judged at the end of each logical stream's incarnation chain (DESIGN.md §2), fo
 that became an incarnation of stream S (a GET whose Last-Event-ID S issued, answered with an
 event stream). Carried: an event with an id that S sent after the cursor's position before the
 resume, that no incarnation from the resume on delivered again (same id or same payload).
-Skipped: the resume's first `notifications/progress` of a token jumps past the client's last
-one by more than `progress_jump` times the token's step (all its increments within one
-incarnation, when equal): the replay began after messages the client never saw, as an evicting
-buffer does (ids are opaque: the step comes from payloads, never from id arithmetic). Owed: the
-response to S's request never arrived, on any incarnation or anywhere in the session, and was
-not cancelled (`subscriptions/listen` is never owed one). High; info when S's last incarnation
+Skipped, in progress: the resume's first `notifications/progress` of a token jumps past the
+client's last one (one before the cut is enough) by more than `progress_jump` times the token's
+step: its smallest positive increment within an incarnation, on any of them, else 1 when every
+value is an integer under an integer `total` (the progress counts steps). The replay began after
+messages the client never saw, as an evicting buffer does. Skipped, in ids: the stream's ids are
+a per-stream counter (one prefix, the number rising by one an event on the incarnation that
+issued the cursor and on the answer: `e4`, `evt-000123`, `<stream>_<n>`, `17`) and the replay
+went on past cursor + 1, while no event of the capture, on any stream or session, carries a
+number in between (a counter the session's streams share skips legitimately). A replay whose
+counter goes on at cursor + 1 skipped nothing, whatever its progress says. Owed: the response to
+S's request never arrived, on any incarnation or anywhere in the session, and was not cancelled
+(`subscriptions/listen` is never owed one). High for what was carried or owed, for a progress
+jump in even steps, and for progress and ids together; medium for ids alone or a jump measured
+against uneven steps (a step that only bounds the increments); info when S's last incarnation
 was still open at capture end.
 Must not flag: a replay still in progress at a later incarnation (later incarnations count),
-2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`).
+2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`),
+ids that are no per-stream counter (UUIDs, epoch-ms and random parts, one constant id).
 What to change: keep a session-scoped authoritative event log that outlives connections,
 buffers and replicas; replay everything after the cursor contiguously; answer a cursor that
 cannot be honoured with an error, not a partial 200.
 """
 
-# Longer than the 80 lines of STYLE.md item 8: three kinds of evidence (carried, skipped, owed)
-# each need their own joins, and one finding per stream must gather them.
+# Longer than the 80 lines of STYLE.md item 8: four kinds of evidence (carried, skipped in
+# progress, skipped in ids, owed) each need their own joins, and one finding per stream must
+# gather them.
 
 from __future__ import annotations
 
