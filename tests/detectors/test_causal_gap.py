@@ -219,6 +219,7 @@ SHAPES = [
         (1, "total", "several", "2025-11-25"),  # ONE progress notification before the cut
         (2, "bare", "midline", "2025-06-18"),
         (3, "none", "one", "2025-03-26"),  # notifications/message only: no progress
+        (2, "total", "gzip", "2025-11-25"),
     )
 ] + [
     Cut(ids="uuid", seen=1, messages=4, progress="total", answer="tail"),  # step from total

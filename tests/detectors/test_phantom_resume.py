@@ -170,7 +170,7 @@ SHAPES = [
         (1, 1, True, False, "bare", "several", "2025-11-25"),  # events due, no replica header
         (2, 0, True, False, "none", "midline", "2025-06-18"),  # owed, no replica header
         (2, 2, False, True, "none", "one", "2025-03-26"),  # GET stream, events due
-        (2, 0, False, True, "total", "several", "2025-11-25"),  # GET stream, nothing due
+        (2, 0, False, True, "total", "gzip", "2025-11-25"),  # GET stream, nothing due
     )
 ]  # fmt: skip
 

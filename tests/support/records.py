@@ -170,9 +170,18 @@ class Capture:
         )
         return self
 
-    def chunk(self, flow: str, text: str | bytes, *, n: int, at: float | None = None) -> Capture:
+    def chunk(
+        self,
+        flow: str,
+        text: str | bytes,
+        *,
+        n: int,
+        at: float | None = None,
+        encoding: str | None = None,
+    ) -> Capture:
+        """A chunk of `text` (as recorded: after undoing the response's `encoding`, if any)."""
         raw = text.encode() if isinstance(text, str) else text
-        self._rec("chunk", at, flow=flow, n=n, content_encoding=None, data=body_from_bytes(raw))
+        self._rec("chunk", at, flow=flow, n=n, content_encoding=encoding, data=body_from_bytes(raw))
         return self
 
     def end(
@@ -241,7 +250,8 @@ class Cut:
     `progress`: `total` / `bare` (progress notifications with or without a total) or `none`
     (`notifications/message` instead). `replica`: an `X-Served-By` replica (a, and b for a
     fresh answer) or none. `chunking`: `one` event a chunk, `several` in one chunk, `midline`
-    (chunks cut inside lines).
+    (chunks cut inside lines), `gzip` (one event a chunk of a gzip-coded response, recorded
+    decoded as the proxy does).
     """
 
     ids: str = "padded"
@@ -334,11 +344,12 @@ class Cut:
 
     def _chunks(self, c: Capture, flow: str, blocks: list[str]) -> None:
         text = sse(*blocks)
-        if self.chunking == "one":
+        if self.chunking in ("one", "gzip"):
             parts = [sse(b) for b in blocks]
         elif self.chunking == "several":
             parts = [text] if text else []
         else:  # midline: cut every 11 bytes, inside lines and fields
             parts = [text[i : i + 11] for i in range(0, len(text), 11)]
+        encoding = "gzip" if self.chunking == "gzip" else None
         for n, part in enumerate(parts):
-            c.chunk(flow, part, n=n)
+            c.chunk(flow, part, n=n, encoding=encoding)
