@@ -143,12 +143,13 @@ class SseBody:
         frames: list[Frame],
         *,
         chunking: str,
-        headers: list[tuple[bytes, bytes]],
+        headers: dict[str, str],
         hold: CutStream | None = None,
     ) -> None:
         self.frames = frames
         self.chunking = chunking
-        self.headers = [(b"content-type", b"text/event-stream"), *headers]
+        self.headers = [(b"content-type", b"text/event-stream")]
+        self.headers += [(k.encode(), v.encode()) for k, v in headers.items()]
         if chunking == "gzip":
             self.headers.append((b"content-encoding", b"gzip"))
         self.hold = hold
@@ -202,25 +203,20 @@ class MatrixServer:
 
     # --- helpers ----------------------------------------------------------------------
 
-    def headers(self, session: Session, *, resume: bool = False) -> list[tuple[bytes, bytes]]:
-        headers: list[tuple[bytes, bytes]] = []
+    def headers(self, session: Session, *, resume: bool = False) -> dict[str, str]:
+        """The session id (sessioned eras) and the answering replica, unless it is hidden."""
+        headers: dict[str, str] = {}
         if session.variant.era != MODERN_ERA:
-            headers.append((b"mcp-session-id", session.key.encode()))
+            headers["mcp-session-id"] = session.key
         replica = session.variant.replica
         if replica != "hidden":
-            name = OTHER_REPLICA if resume and replica == "other" else REPLICA
-            headers.append((b"x-served-by", name.encode()))
+            headers["x-served-by"] = OTHER_REPLICA if resume and replica == "other" else REPLICA
         return headers
 
-    def json(self, session: Session | None, body: Json, status: int = 200) -> Response:
-        headers = (
-            {}
-            if session is None
-            else dict((k.decode(), v.decode()) for k, v in self.headers(session))
-        )
-        if session is None:
-            headers["x-served-by"] = REPLICA
-        return JSONResponse(body, status_code=status, headers=headers)
+    def answer(
+        self, session: Session, body: Json, status: int = 200, *, resume: bool = False
+    ) -> JSONResponse:
+        return JSONResponse(body, status_code=status, headers=self.headers(session, resume=resume))
 
     def open_session(self, name: str) -> Session | None:
         variant = self.variants.get(name)
@@ -267,34 +263,36 @@ class MatrixServer:
         try:
             message = json.loads(await request.body())
         except ValueError:
-            return self.json(None, rpc_error(None, -32700, "Parse error"), 400)
+            return refuse(rpc_error(None, -32700, "Parse error"), 400)
         if not isinstance(message, dict):
-            return self.json(None, rpc_error(None, -32600, "one message a POST"), 400)
+            return refuse(rpc_error(None, -32600, "one message a POST"), 400)
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") or {}
         if method == "initialize":
             name = str((params.get("clientInfo") or {}).get("name"))
             session = self.open_session(name)
             if session is None:
-                return self.json(None, rpc_error(request_id, -32602, f"no variant {name}"), 400)
+                return refuse(rpc_error(request_id, -32602, f"no variant {name}"), 400)
             result = {
                 "protocolVersion": session.variant.era,
                 "capabilities": {"tools": {}, "logging": {}},
                 "serverInfo": {"name": "seamwatch-lab-matrix", "version": "1"},
             }
-            return self.json(session, {"jsonrpc": "2.0", "id": request_id, "result": result})
+            return self.answer(session, {"jsonrpc": "2.0", "id": request_id, "result": result})
         session_or_refusal = self.session_of(request, params)
         if isinstance(session_or_refusal, Response):
             return session_or_refusal
         session = session_or_refusal
         if method is None or "id" not in message:
-            return Response(status_code=202, headers=dict(_text(self.headers(session))))
+            return Response(status_code=202, headers=self.headers(session))
         if method == "tools/list":
-            return self.json(
+            return self.answer(
                 session, {"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS}}
             )
         if method != "tools/call":
-            return self.json(session, rpc_error(request_id, -32601, f"method not found: {method}"))
+            return self.answer(
+                session, rpc_error(request_id, -32601, f"method not found: {method}")
+            )
         return self.call(session, request_id, params)
 
     def call(self, session: Session, request_id: object, params: Json) -> SseBody:
@@ -348,17 +346,17 @@ class MatrixServer:
     async def resume(self, session: Session, cursor: str) -> Response | SseBody:
         cut = session.cut
         if cut is None:
-            return self.json(session, rpc_error(None, -32000, "nothing to resume"), 400)
+            return self.answer(session, rpc_error(None, -32000, "nothing to resume"), 400)
         try:
             await asyncio.wait_for(cut.gone.wait(), CUT_WAIT_S)
         except TimeoutError:
-            return self.json(
+            return self.answer(
                 session, rpc_error(None, -32603, "the cut connection is still open"), 500
             )
         # The cursor's latest issue among what went out before the cut.
         positions = [i for i, frame in enumerate(cut.frames[: cut.written]) if frame.id == cursor]
         if not positions:
-            return self.json(session, rpc_error(None, -32000, f"unknown cursor {cursor}"), 400)
+            return self.answer(session, rpc_error(None, -32000, f"unknown cursor {cursor}"), 400)
         after = [frame for frame in cut.frames[positions[-1] + 1 :] if not frame.priming]
         answer = session.variant.answer
         log.info("%s: resume from %s answered %s", session.key, cursor, answer)
@@ -382,7 +380,7 @@ class MatrixServer:
             reset = Frame(session.ids.issue(tag), dumps({"resumed": False}), RESET_EVENT)
             frames = [reset] if session.variant.owed else [reset, self.opened(session, tag)]
             return self.body(session, frames, resume=True)
-        headers = dict(_text(self.headers(session, resume=True)))
+        headers = self.headers(session, resume=True)
         if answer == "404":
             self.sessions.pop(session.key, None)
             body = rpc_error(None, -32001, "Session not found")
@@ -397,7 +395,7 @@ class MatrixServer:
         if isinstance(session_or_refusal, Response):
             return session_or_refusal
         self.sessions.pop(session_or_refusal.key, None)
-        return Response(status_code=200, headers=dict(_text(self.headers(session_or_refusal))))
+        return Response(status_code=200, headers=self.headers(session_or_refusal))
 
     def session_of(self, request: Request, params: Json) -> Session | Response:
         """The request's session: `Mcp-Session-Id`, or in 2026 the clientInfo of `_meta`."""
@@ -407,7 +405,7 @@ class MatrixServer:
             name = str((meta.get("io.modelcontextprotocol/clientInfo") or {}).get("name"))
             variant = self.variants.get(name)
             if variant is None or variant.era != MODERN_ERA:
-                return self.json(None, rpc_error(None, -32000, "Mcp-Session-Id is required"), 400)
+                return refuse(rpc_error(None, -32000, "Mcp-Session-Id is required"), 400)
             session = self.sessions.get(name)
             if session is None:
                 session = Session(name, variant, IdScheme(variant.ids))
@@ -415,7 +413,7 @@ class MatrixServer:
             return session
         session = self.sessions.get(key)
         if session is None:
-            return self.json(None, rpc_error(None, -32001, "Session not found"), 404)
+            return refuse(rpc_error(None, -32001, "Session not found"), 404)
         return session
 
     # --- control plane ----------------------------------------------------------------
@@ -440,8 +438,9 @@ def rpc_error(request_id: object, code: int, text: str) -> Json:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
 
 
-def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    return [(k.decode(), v.decode()) for k, v in headers]
+def refuse(body: Json, status: int) -> JSONResponse:
+    """An answer outside any variant's session (no session, an unknown variant)."""
+    return JSONResponse(body, status_code=status, headers={"x-served-by": REPLICA})
 
 
 def build_app() -> Starlette:
