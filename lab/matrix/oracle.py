@@ -11,9 +11,9 @@ required (a loss the capture holds no trace of is `allowed`, never required):
 
 - something was due after the cursor (`due_visible`): the stream still owed its response, or
   the client had read an event past its cursor (a lagging cursor);
-- a skip shows (`skip_visible`, §5 `causal-gap`): progress with `total` (steps counted), progress
-  without it after at least one notification before the cut, or per-stream counter ids with at
-  least two numbered events before the cut.
+- a skip shows (`skip_visible`, §5 `causal-gap`): progress, with or without `total`, after at
+  least one notification before the cut (with none, where progress started is unknown), or
+  per-stream counter ids with at least two numbered events before the cut.
 
 Chunking and gzip never change the expected set.
 """
@@ -41,10 +41,8 @@ def due_visible(v: Variant) -> bool:
 
 def skip_visible(v: Variant) -> bool:
     """Whether a replay that skips unseen events shows as a skip (module docstring)."""
-    if v.owed and v.progress == "total":
-        return True
-    if v.owed and v.progress == "bare" and v.seen >= 1:
-        return True
+    if v.owed and v.progress != "none" and v.seen >= 1:
+        return True  # the step: from `total`, or the smallest increment on any incarnation
     numbered_before_cut = v.seen + (1 if v.priming else 0)
     return v.ids in COUNTER_SCHEMES and numbered_before_cut >= 2
 

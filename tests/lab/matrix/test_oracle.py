@@ -52,6 +52,11 @@ CASES = [
         Expected(required=["causal-gap"]),
     ),
     (
+        "tail, progress with total, none before the cut: where it started is unknown",
+        v(OWED, answer="tail-unseen", progress="total", seen=0),
+        Expected(allowed=["causal-gap"]),
+    ),
+    (
         "tail, UUIDs and no progress: no trace of the skip",
         v(OWED, answer="tail-unseen"),
         Expected(allowed=["causal-gap"]),
