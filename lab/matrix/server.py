@@ -159,8 +159,11 @@ class SseBody:
         if self.chunking == "several":
             return [b"".join(encoded)] if encoded else []
         if self.chunking == "midline":
-            # Cut inside the last line (the `data:` line), so no piece ends on a line break.
-            return [part for raw in encoded for part in (raw[: len(raw) - 8], raw[-8:])]
+            # Cut inside the `data:` field name, so the first piece ends mid-line.
+            cuts = [raw.index(b"data:") + 3 for raw in encoded]
+            return [
+                part for raw, at in zip(encoded, cuts, strict=True) for part in (raw[:at], raw[at:])
+            ]
         return encoded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
