@@ -27,7 +27,16 @@ from lab.matrix.variants import AFTER_CUT, COUNTER_SCHEMES, MODERN_ERA, Variant
 HONEST = frozenset({"404", "409", "honest-new", "honest-error"})
 #: Answers with a 2xx status (a resume answered, whatever it carried).
 ANSWERED_2XX = frozenset(
-    {"full", "tail-unseen", "tail-seen", "fresh", "other-payloads", "empty", "honest-new"}
+    {
+        "full",
+        "tail-unseen",
+        "tail-seen",
+        "fresh",
+        "restart",
+        "other-payloads",
+        "empty",
+        "honest-new",
+    }
 )
 #: Answers that replay the rest of the stream, its response included when owed.
 COMPLETE_OR_TAIL = frozenset({"full", "tail-seen", "tail-unseen"})
@@ -45,6 +54,12 @@ def skip_visible(v: Variant) -> bool:
         return True  # the step: from `total`, or the smallest increment on any incarnation
     numbered_before_cut = v.seen + (1 if v.priming else 0)
     return v.ids in COUNTER_SCHEMES and numbered_before_cut >= 2
+
+
+def cursor_number(v: Variant) -> int:
+    """The counter value of the client's cursor (counter schemes number the priming event)."""
+    last = v.seen + (1 if v.priming else 0)
+    return last if v.cursor == "last" else last - 1
 
 
 def reissues(v: Variant) -> bool:
@@ -65,6 +80,7 @@ def payloads_per_session(v: Variant) -> list[int]:
             "tail-seen": AFTER_CUT + v.owed,
             "tail-unseen": AFTER_CUT - 2 + v.owed,
             "fresh": 1,  # the fresh stream's message
+            "restart": 1,
             "other-payloads": AFTER_CUT + v.owed + (v.cursor == "lagging"),
             "empty": 0,
             "404": 0,
@@ -102,8 +118,14 @@ def expected(v: Variant) -> Expected:
             # The event read past the cursor was evicted too, and neither a response nor a
             # counter ties the tail to the stream: on the wire it is a fresh answer.
             allowed.add("phantom-resume")
-    elif answer in ("fresh", "other-payloads"):
+    elif answer in ("fresh", "restart", "other-payloads"):
         (required if due_visible(v) else allowed).add("phantom-resume")
+        if answer == "restart" and v.ids in COUNTER_SCHEMES:
+            # The counter starts again on the resumed stream: its message takes the first
+            # message's number, and from a cursor past 1 the counter runs backwards.
+            if v.seen >= 1:
+                required.add("duplicate-event-id")
+            (required if cursor_number(v) >= 2 else allowed).add("counter-reset")
         if answer == "other-payloads" and v.cursor == "lagging":
             # The event read past the cursor comes back under its id with another message.
             required.add("duplicate-event-id")

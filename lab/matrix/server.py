@@ -14,7 +14,8 @@ Per session it does what the variant says (`lab.matrix.variants`):
   the client closes it: the cut. The stream's remaining messages (and its response) were issued
   while the client was away;
 - a resume (`GET` + `Last-Event-ID`) is answered as `answer` says: full replay, a ring buffer's
-  tail, a fresh stream, the due ids with other messages, an empty 200, 404 (the session ends),
+  tail, a fresh stream, a fresh stream whose id counter started again (a collected buffer), the
+  due ids with other messages, an empty 200, 404 (the session ends),
   409, a new stream that opens with a `stream-reset` control event (`{"resumed": false}`), or
   400 telling the client to re-establish the stream without `Last-Event-ID`;
 - `X-Served-By: replica-a` on every response, `replica-b` on the resume's answer when another
@@ -110,6 +111,7 @@ class CutStream:
 
     frames: list[Frame]
     written: int
+    tag: str = ""  # the stream part of its ids (`<stream>_<n>`, `<stream>_<ms>_<rand>`)
     gone: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -311,13 +313,13 @@ class MatrixServer:
         response = {"jsonrpc": "2.0", "id": request_id, "result": result}
         frames.append(session.message(tag, response))
         if variant.name not in self.cut_done:
-            return self.cut(session, frames)
+            return self.cut(session, frames, tag)
         return self.body(session, frames)
 
-    def cut(self, session: Session, frames: list[Frame]) -> SseBody:
+    def cut(self, session: Session, frames: list[Frame], tag: str) -> SseBody:
         written = session.variant.seen + (1 if session.variant.priming else 0)
         self.cut_done.add(session.variant.name)  # one cut a variant: later calls run whole
-        session.cut = CutStream(frames, written)
+        session.cut = CutStream(frames, written, tag)
         log.info("%s: cut after %d of %d events", session.key, written, len(frames))
         return self.body(session, frames[:written], hold=session.cut)
 
@@ -334,7 +336,7 @@ class MatrixServer:
             if not session.variant.owed and session.variant.name not in self.cut_done:
                 frames = session.open_frames(tag)
                 frames += self.messages(session, tag, None, session.variant.seen + AFTER_CUT)
-                return self.cut(session, frames)
+                return self.cut(session, frames, tag)
             return self.body(
                 session,
                 [*session.open_frames(tag), self.opened(session, tag)],
@@ -373,6 +375,11 @@ class MatrixServer:
             return self.body(
                 session, [*session.open_frames(tag), self.opened(session, tag)], resume=True
             )
+        if answer == "restart":
+            # The buffer was collected and its counter starts again, on the same stream.
+            session.ids = IdScheme(session.variant.ids)
+            frames = [*session.open_frames(cut.tag), self.opened(session, cut.tag)]
+            return self.body(session, frames, resume=True)
         if answer == "other-payloads":
             frames = [Frame(frame.id, dumps(resync(n))) for n, frame in enumerate(after, start=1)]
             return self.body(session, frames, resume=True)

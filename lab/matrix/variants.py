@@ -31,6 +31,7 @@ ANSWERS = (
     "tail-unseen",  # a ring buffer's surviving tail; evicted events include unseen ones
     "tail-seen",  # a ring buffer that evicted only what the client had: a complete replay
     "fresh",  # a fresh stream under new ids, nothing replayed
+    "restart",  # a fresh stream from a collected buffer: its id counter starts again
     "other-payloads",  # the due ids, carrying other messages
     "empty",  # 200 and an event stream that ends without an event
     "404",  # session not found: the client re-initializes

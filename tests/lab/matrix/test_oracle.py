@@ -78,6 +78,22 @@ CASES = [
         v(GET, answer="fresh", cursor="lagging"),
         Expected(["phantom-resume"], allowed=["causal-gap"]),
     ),
+    # A collected buffer: a fresh stream whose counter starts again on the resumed stream.
+    (
+        "restart, padded counter, two seen",
+        v(OWED, answer="restart", ids="padded"),
+        Expected(["counter-reset", "duplicate-event-id", "phantom-resume"], LOSS),
+    ),
+    (
+        "restart from the priming cursor: nothing runs backwards, no id reused",
+        v(GET, answer="restart", ids="counter", seen=0),
+        Expected(allowed=["causal-gap", "counter-reset", "phantom-resume"]),
+    ),
+    (
+        "restart, UUIDs: a fresh stream",
+        v(OWED, answer="restart"),
+        Expected(["phantom-resume"], LOSS),
+    ),
     # The due ids with other payloads: a duplicate only where the first copy was on the wire.
     (
         "other payloads, lagging cursor",
