@@ -3,10 +3,12 @@
 The client reads the stream up to the cut (the priming event and `seen` messages), closes the
 connection, and resumes with `Last-Event-ID` (the last id it read, or the one before when it had
 not handled the last message). It acts on what it gets, never on the variant's answer: an event
-stream is read to its end; a `stream-reset` control event or a 400 makes it cancel the call and
-re-issue it (or open a new GET stream without a cursor); a 409 makes it cancel and re-issue; a
-404 makes it re-initialize and start over in the new session. In 2026-07-28 it closes the cut
-stream (a cancellation there) and re-issues the call under a new id. Sessions end with DELETE.
+stream is read to its end, and resumed again from its latest id while it brings no message (up
+to five times, then the client gives up); a `stream-reset` control event or a 400 makes it
+cancel the call and re-issue it (or open a new GET stream without a cursor); a 409 makes it
+cancel and re-issue; a 404 makes it re-initialize and start over in the new session. In
+2026-07-28 it closes the cut stream (a cancellation there) and re-issues the call under a new
+id. Sessions end with DELETE.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import httpx
 from lab.clients.raw import ClientError, ModernClient, SessionedClient, SseStream
 from lab.matrix.server import RESET_EVENT
 from lab.matrix.variants import MODERN_ERA, Variant
+
+#: Resumes a client makes while answers bring no message (DESIGN.md §5 `resume-loop` counts 5).
+RESUME_TRIES = 5
 
 
 def arguments(v: Variant) -> dict[str, Any]:
@@ -73,22 +78,13 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
         async with client.get_stream() as stream:
             await read_to_cut(stream, v)
     cursor = cursor_of(stream, v)
-    request = client.http.build_request(
-        "GET",
-        url,
-        headers=client.headers({"accept": "text/event-stream", "last-event-id": cursor}),
-    )
-    response = await client.http.send(request, stream=True)
-    try:
-        answer = SseStream(response)
-        reset = False
-        if answer.status == 200 and answer.is_sse:
-            while (event := await answer.next_event()) is not None:
-                reset = reset or event.event == RESET_EVENT
-        else:
-            await response.aread()
-    finally:
-        await response.aclose()
+    for _ in range(RESUME_TRIES):
+        answer = await _resume(client, url, cursor)
+        if answer.status != 200 or any(e.message is not None for e in answer.events):
+            break
+        # Nothing but (perhaps) a new priming event: resume again from the latest id.
+        cursor = answer.last_event_id or cursor
+    reset = any(event.event == RESET_EVENT for event in answer.events)
     if answer.status == 404:
         await client.initialize()  # the session is gone: start over in a new one
         await client.request("tools/list")
@@ -98,6 +94,23 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
     elif answer.status != 200:
         raise ClientError(f"the resume answered {answer.status}")
     await client.delete()
+
+
+async def _resume(client: SessionedClient, url: str, cursor: str) -> SseStream:
+    """One resume (`GET` + `Last-Event-ID`), read to its end."""
+    extra = {"accept": "text/event-stream", "last-event-id": cursor}
+    request = client.http.build_request("GET", url, headers=client.headers(extra))
+    response = await client.http.send(request, stream=True)
+    try:
+        answer = SseStream(response)
+        if answer.status == 200 and answer.is_sse:
+            while await answer.next_event() is not None:
+                pass
+        else:
+            await response.aread()
+    finally:
+        await response.aclose()
+    return answer
 
 
 async def _start_over(

@@ -35,6 +35,7 @@ ANSWERED_2XX = frozenset(
         "restart",
         "other-payloads",
         "empty",
+        "stall",
         "honest-new",
     }
 )
@@ -83,6 +84,7 @@ def payloads_per_session(v: Variant) -> list[int]:
             "restart": 1,
             "other-payloads": AFTER_CUT + v.owed + (v.cursor == "lagging"),
             "empty": 0,
+            "stall": 0,  # new priming events only
             "404": 0,
             "409": 0,
             "honest-new": 1,  # the control event
@@ -133,12 +135,17 @@ def expected(v: Variant) -> Expected:
             any_of.append(LOSS)  # the response never comes
         else:
             allowed.add("causal-gap")  # the carried events never come again
-    elif answer == "empty":
-        # Nothing came: not a phantom (no event), but the owed response is lost.
+    elif answer in ("empty", "stall"):
+        # Nothing came, and the client resumed again, five times: a loop while a response is
+        # owed, and the response is lost. No event is not a phantom; a new priming event alone
+        # moves the cursor past what never came, which phantom-resume may name.
         if v.owed:
+            required.add("resume-loop")
             any_of.append(LOSS)
         else:
             allowed.add("causal-gap")
+        if answer == "stall":
+            allowed.add("phantom-resume")
     elif answer in HONEST:
         # Told: an error status or a control event. The client starts over; what the stream
         # carried after the cursor is gone, and the server said so.

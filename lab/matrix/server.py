@@ -15,9 +15,10 @@ Per session it does what the variant says (`lab.matrix.variants`):
   while the client was away;
 - a resume (`GET` + `Last-Event-ID`) is answered as `answer` says: full replay, a ring buffer's
   tail, a fresh stream, a fresh stream whose id counter started again (a collected buffer), the
-  due ids with other messages, an empty 200, 404 (the session ends),
-  409, a new stream that opens with a `stream-reset` control event (`{"resumed": false}`), or
-  400 telling the client to re-establish the stream without `Last-Event-ID`;
+  due ids with other messages, an empty 200, a 200 with only a new priming event, 404 (the
+  session ends), 409, a new stream that opens with a `stream-reset` control event
+  (`{"resumed": false}`), or 400 telling the client to re-establish the stream without
+  `Last-Event-ID`;
 - `X-Served-By: replica-a` on every response, `replica-b` on the resume's answer when another
   replica answers it, and no header at all when the replica is hidden;
 - the body written one event a chunk, all ready events in one chunk, each event cut in two
@@ -112,6 +113,7 @@ class CutStream:
     frames: list[Frame]
     written: int
     tag: str = ""  # the stream part of its ids (`<stream>_<n>`, `<stream>_<ms>_<rand>`)
+    stalled: list[str] = field(default_factory=list)  # priming ids issued by stalled resumes
     gone: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -360,6 +362,8 @@ class MatrixServer:
             )
         # The cursor's latest issue among what went out before the cut.
         positions = [i for i, frame in enumerate(cut.frames[: cut.written]) if frame.id == cursor]
+        if cursor in cut.stalled:
+            positions.append(cut.written - 1)  # a stalled answer delivered nothing past the cut
         if not positions:
             return self.answer(session, rpc_error(None, -32000, f"unknown cursor {cursor}"), 400)
         after = [frame for frame in cut.frames[positions[-1] + 1 :] if not frame.priming]
@@ -385,6 +389,11 @@ class MatrixServer:
             return self.body(session, frames, resume=True)
         if answer == "empty":
             return self.body(session, [], resume=True)
+        if answer == "stall":
+            # Only a new priming event on the resumed stream (none in eras without them).
+            frames = session.open_frames(cut.tag)
+            cut.stalled += [frame.id for frame in frames if frame.id is not None]
+            return self.body(session, frames, resume=True)
         if answer == "honest-new":
             tag = session.stream_tag()
             reset = Frame(session.ids.issue(tag), dumps({"resumed": False}), RESET_EVENT)

@@ -34,6 +34,7 @@ ANSWERS = (
     "restart",  # a fresh stream from a collected buffer: its id counter starts again
     "other-payloads",  # the due ids, carrying other messages
     "empty",  # 200 and an event stream that ends without an event
+    "stall",  # 200 and only a new priming event (2025-11-25), every time
     "404",  # session not found: the client re-initializes
     "409",  # conflict: the client cancels and re-issues
     "honest-new",  # 200 and a control event `resumed: false`: the client cancels, re-issues
@@ -142,6 +143,8 @@ def valid(v: Variant) -> bool:
     ids_before_cut = v.seen + (1 if v.priming else 0)
     if ids_before_cut < (2 if v.cursor == "lagging" else 1):
         return False
+    if v.answer == "stall" and not v.priming:
+        return False  # without priming events a stalled answer is an empty one
     # One id for every event: the server cannot tell a lagging cursor from the last one.
     return not (v.ids == "constant" and v.cursor == "lagging")
 

@@ -106,7 +106,21 @@ CASES = [
         Expected(["phantom-resume"], LOSS),
     ),
     # No event at all: no phantom (§5 must-not); the owed response is lost.
-    ("empty 200, response owed", v(OWED, answer="empty"), Expected(any_of=LOSS)),
+    (
+        "empty 200s, response owed: the client resumes five times",
+        v(OWED, answer="empty"),
+        Expected(["resume-loop"], LOSS),
+    ),
+    (
+        "priming-only 200s, response owed",
+        v(OWED, answer="stall"),
+        Expected(["resume-loop"], LOSS, ["phantom-resume"]),
+    ),
+    (
+        "priming-only 200s on the GET stream: no response owed, no loop",
+        v(GET, answer="stall"),
+        Expected(allowed=["causal-gap", "phantom-resume"]),
+    ),
     ("empty 200, GET stream", v(GET, answer="empty"), Expected(allowed=["causal-gap"])),
     # Honest answers: no phantom; a side-effecting re-issue after loss is a repeated call.
     (

@@ -51,6 +51,8 @@ BASE = Variant(
         ({"era": MODERN_ERA, "answer": REISSUE}, True),
         ({"era": MODERN_ERA, "answer": REISSUE, "replica": "other"}, False),
         ({"chunking": "brotli"}, False),
+        ({"answer": "stall"}, True),
+        ({"answer": "stall", "era": "2025-06-18"}, False),  # no priming: the same as empty
     ],
 )
 def test_valid(change: dict[str, object], ok: bool) -> None:
