@@ -29,6 +29,7 @@ HONEST = frozenset({"404", "409", "honest-new", "honest-error"})
 ANSWERED_2XX = frozenset(
     {
         "full",
+        "answer-twice",
         "tail-unseen",
         "tail-seen",
         "fresh",
@@ -40,7 +41,7 @@ ANSWERED_2XX = frozenset(
     }
 )
 #: Answers that replay the rest of the stream, its response included when owed.
-COMPLETE_OR_TAIL = frozenset({"full", "tail-seen", "tail-unseen"})
+COMPLETE_OR_TAIL = frozenset({"full", "answer-twice", "tail-seen", "tail-unseen"})
 LOSS = ["lost-response", "causal-gap"]
 
 
@@ -78,6 +79,7 @@ def payloads_per_session(v: Variant) -> list[int]:
         v.seen
         + {
             "full": AFTER_CUT + v.owed,
+            "answer-twice": AFTER_CUT + 2,
             "tail-seen": AFTER_CUT + v.owed,
             "tail-unseen": AFTER_CUT - 2 + v.owed,
             "fresh": 1,  # the fresh stream's message
@@ -113,7 +115,10 @@ def expected(v: Variant) -> Expected:
         # Closing a 2026 stream is its cancellation: nothing was lost to the client.
         return _expected(required, any_of, allowed)
     answer = v.answer
-    if answer == "tail-unseen":
+    if answer == "answer-twice":
+        # One request id answered twice with different results, on its stream's incarnation.
+        required.add("duplicate-response")
+    elif answer == "tail-unseen":
         # Events the client never saw were evicted: the replay is a surviving tail.
         (required if skip_visible(v) else allowed).add("causal-gap")
         if not v.owed and v.cursor == "lagging" and v.ids not in COUNTER_SCHEMES:

@@ -14,7 +14,8 @@ Per session it does what the variant says (`lab.matrix.variants`):
   the client closes it: the cut. The stream's remaining messages (and its response) were issued
   while the client was away;
 - a resume (`GET` + `Last-Event-ID`) is answered as `answer` says: full replay, a ring buffer's
-  tail, a fresh stream, a fresh stream whose id counter started again (a collected buffer), the
+  tail, the full replay and then a second, different response to the same request, a fresh
+  stream, a fresh stream whose id counter started again (a collected buffer), the
   due ids with other messages, an empty 200, a 200 with only a new priming event, 404 (the
   session ends), 409, a new stream that opens with a `stream-reset` control event
   (`{"resumed": false}`), or 400 telling the client to re-establish the stream without
@@ -371,6 +372,11 @@ class MatrixServer:
         log.info("%s: resume from %s answered %s", session.key, cursor, answer)
         if answer in ("full", "tail-seen"):
             return self.body(session, after, resume=True)
+        if answer == "answer-twice":
+            # The tool ran again: a second, different result to the same request id.
+            response = json.loads(after[-1].data)
+            response["result"]["content"][0]["text"] += " (run again)"
+            return self.body(session, [*after, session.message(cut.tag, response)], resume=True)
         if answer == "tail-unseen":
             # The ring kept only what followed the first two events issued after the cut.
             return self.body(session, cut.frames[cut.written + 2 :], resume=True)

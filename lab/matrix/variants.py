@@ -33,6 +33,7 @@ ANSWERS = (
     "fresh",  # a fresh stream under new ids, nothing replayed
     "restart",  # a fresh stream from a collected buffer: its id counter starts again
     "other-payloads",  # the due ids, carrying other messages
+    "answer-twice",  # the full replay, then a second, different response to the same request
     "empty",  # 200 and an event stream that ends without an event
     "stall",  # 200 and only a new priming event (2025-11-25), every time
     "404",  # session not found: the client re-initializes
@@ -143,6 +144,8 @@ def valid(v: Variant) -> bool:
     ids_before_cut = v.seen + (1 if v.priming else 0)
     if ids_before_cut < (2 if v.cursor == "lagging" else 1):
         return False
+    if v.answer == "answer-twice" and not v.owed:
+        return False  # the GET stream answers no request
     if v.answer == "stall" and not v.priming:
         return False  # without priming events a stalled answer is an empty one
     # One id for every event: the server cannot tell a lagging cursor from the last one.

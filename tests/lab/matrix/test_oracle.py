@@ -78,6 +78,12 @@ CASES = [
         v(GET, answer="fresh", cursor="lagging"),
         Expected(["phantom-resume"], allowed=["causal-gap"]),
     ),
+    # The tool ran again while the client was away: its request answered twice.
+    (
+        "answered twice on the replay",
+        v(OWED, answer="answer-twice", replica="other"),
+        Expected(["duplicate-response"]),
+    ),
     # A collected buffer: a fresh stream whose counter starts again on the resumed stream.
     (
         "restart, padded counter, two seen",

@@ -95,12 +95,12 @@ ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)$")
 @pytest.mark.timeout(240)
 def test_cli_runs_a_fixed_sample_and_exits_as_its_table_says(tmp_path: Path) -> None:
     out = tmp_path / "matrix"
-    argv = [sys.executable, "-m", "analyzer.cli", "lab", "matrix", "--sample", "13"]
+    argv = [sys.executable, "-m", "analyzer.cli", "lab", "matrix", "--sample", "14"]
     done = subprocess.run(
         [*argv, "--seed", "2025", "--out", str(out)], capture_output=True, text=True, timeout=230
     )
     text = done.stdout
-    assert "seed 2025, 13 variants, wall time" in text, done.stderr
+    assert "seed 2025, 14 variants, wall time" in text, done.stderr
     rows = [ROW.match(line) for line in text.splitlines()]
     counts = [tuple(int(g) for g in m.groups()[1:]) for m in rows if m]
     assert counts, text
