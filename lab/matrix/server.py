@@ -128,9 +128,6 @@ class Session:
     cut: CutStream | None = None
     calls: int = 0
 
-    def stream_tag(self) -> str:
-        return secrets.token_hex(4)
-
     def open_frames(self, stream: str) -> list[Frame]:
         """A new stream's opening: its priming event, in the era that has one."""
         return [Frame(self.ids.issue(stream), "")] if self.variant.priming else []
@@ -256,13 +253,20 @@ class MatrixServer:
                 )
         return frames
 
-    def body(self, session: Session, frames: list[Frame], **kwargs: Any) -> SseBody:
-        resume = bool(kwargs.pop("resume", False))
+    def body(
+        self,
+        session: Session,
+        frames: list[Frame],
+        *,
+        resume: bool = False,
+        hold: CutStream | None = None,
+    ) -> SseBody:
+        """An SSE answer in the session's chunking (`resume`: the resume's replica answers)."""
         return SseBody(
             frames,
             chunking=session.variant.chunking,
             headers=self.headers(session, resume=resume),
-            **kwargs,
+            hold=hold,
         )
 
     # --- HTTP -------------------------------------------------------------------------
@@ -307,7 +311,7 @@ class MatrixServer:
         """A `tools/call` answered as SSE: the session's first is cut after `seen` messages."""
         variant = session.variant
         session.calls += 1
-        tag = session.stream_tag()
+        tag = new_tag()
         token = (params.get("_meta") or {}).get("progressToken")
         frames = session.open_frames(tag)
         frames += self.messages(session, tag, token, variant.seen + AFTER_CUT)
@@ -335,7 +339,7 @@ class MatrixServer:
             return Response(status_code=405)
         cursor = request.headers.get("last-event-id")
         if cursor is None:
-            tag = session.stream_tag()
+            tag = new_tag()
             if not session.variant.owed and session.variant.name not in self.cut_done:
                 frames = session.open_frames(tag)
                 frames += self.messages(session, tag, None, session.variant.seen + AFTER_CUT)
@@ -381,7 +385,7 @@ class MatrixServer:
             # The ring kept only what followed the first two events issued after the cut.
             return self.body(session, cut.frames[cut.written + 2 :], resume=True)
         if answer == "fresh":
-            tag = session.stream_tag()
+            tag = new_tag()
             return self.body(
                 session, [*session.open_frames(tag), self.opened(session, tag)], resume=True
             )
@@ -401,7 +405,7 @@ class MatrixServer:
             cut.stalled += [frame.id for frame in frames if frame.id is not None]
             return self.body(session, frames, resume=True)
         if answer == "honest-new":
-            tag = session.stream_tag()
+            tag = new_tag()
             reset = Frame(session.ids.issue(tag), dumps({"resumed": False}), RESET_EVENT)
             frames = [reset] if session.variant.owed else [reset, self.opened(session, tag)]
             return self.body(session, frames, resume=True)
@@ -451,6 +455,11 @@ class MatrixServer:
             return JSONResponse({"error": str(exc)}, status_code=400)
         self.variants[variant.name] = variant
         return JSONResponse({"name": variant.name})
+
+
+def new_tag() -> str:
+    """The stream part of a new stream's ids."""
+    return secrets.token_hex(4)
 
 
 def resync(n: int) -> Json:
