@@ -2,7 +2,9 @@
 
 The client reads the stream up to the cut (the priming event and `seen` messages), closes the
 connection, and resumes with `Last-Event-ID` (the last id it read, or the one before when it had
-not handled the last message). It acts on what it gets, never on the variant's answer: an event
+not handled the last message); when the server ends the stream instead, it reads to the end
+and waits the `retry:` it got before each resume (or, for the early cut, resumes at once the
+first time). It acts on what it gets, never on the variant's answer: an event
 stream is read to its end, and resumed again from its latest id while it brings no message (up
 to five times, then the client gives up); a `stream-reset` control event or a 400 makes it
 cancel the call and re-issue it (or open a new GET stream without a cursor); a 409 makes it
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import httpx
 
 from lab.clients.raw import ClientError, ModernClient, SessionedClient, SseStream
@@ -74,11 +77,16 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
         body["params"] = call_params(v, f"{v.name}-1")
         async with client.post(body) as stream:
             await read_to_cut(stream, v)
+            await _read_to_end_if_server_cuts(stream, v)
     else:
         async with client.get_stream() as stream:
             await read_to_cut(stream, v)
+            await _read_to_end_if_server_cuts(stream, v)
     cursor = cursor_of(stream, v)
-    for _ in range(RESUME_TRIES):
+    retry = next((e.retry for e in reversed(stream.events) if e.retry is not None), None)
+    for attempt in range(RESUME_TRIES):
+        if retry is not None and not (attempt == 0 and v.cut == "early"):
+            await anyio.sleep(retry / 1000)  # the wait the server asked for
         answer = await _resume(client, url, cursor)
         if answer.status != 200 or any(e.message is not None for e in answer.events):
             break
@@ -94,6 +102,13 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
     elif answer.status != 200:
         raise ClientError(f"the resume answered {answer.status}")
     await client.delete()
+
+
+async def _read_to_end_if_server_cuts(stream: SseStream, v: Variant) -> None:
+    """When the server cuts, the client reads on until the response ends."""
+    if v.cut != "client":
+        while await stream.next_event() is not None:
+            pass
 
 
 async def _resume(client: SessionedClient, url: str, cursor: str) -> SseStream:

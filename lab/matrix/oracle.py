@@ -114,6 +114,9 @@ def expected(v: Variant) -> Expected:
     if v.era == MODERN_ERA:
         # Closing a 2026 stream is its cancellation: nothing was lost to the client.
         return _expected(required, any_of, allowed)
+    if v.cut == "early":
+        # The server ended the stream after `retry:`; the client came back at once.
+        required.add("retry-violation")
     answer = v.answer
     if answer == "answer-twice":
         # One request id answered twice with different results, on its stream's incarnation.

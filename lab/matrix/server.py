@@ -11,7 +11,8 @@ Per session it does what the variant says (`lab.matrix.variants`):
   `<stream>_<epoch-ms>_<rand>`, one constant id), a priming event in 2025-11-25 only;
 - the session's first `tools/call` (or, for a variant whose stream owes no response, its first
   standalone GET) writes the priming event and `seen` messages, then holds the connection until
-  the client closes it: the cut. The stream's remaining messages (and its response) were issued
+  the client closes it: the cut (or, when the server cuts, ends the response after a `retry:`
+  on its priming event). The stream's remaining messages (and its response) were issued
   while the client was away;
 - a resume (`GET` + `Last-Event-ID`) is answered as `answer` says: full replay, a ring buffer's
   tail, the full replay and then a second, different response to the same request, a fresh
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import secrets
@@ -51,7 +53,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lab.faults.server import MCP_PATH, TOOLS, dumps, notification
-from lab.matrix.variants import AFTER_CUT, MODERN_ERA, Variant
+from lab.matrix.variants import AFTER_CUT, MODERN_ERA, RETRY_MS, Variant
 
 CUT_WAIT_S = 5.0
 REPLICA, OTHER_REPLICA = "replica-a", "replica-b"
@@ -70,6 +72,7 @@ class Frame:
     id: str | None
     data: str
     event: str = "message"
+    retry: int | None = None  # a `retry:` field (ms)
 
     @property
     def priming(self) -> bool:
@@ -79,6 +82,8 @@ class Frame:
         lines = [] if self.priming else [f"event: {self.event}"]
         if self.id is not None:
             lines.append(f"id: {self.id}")
+        if self.retry is not None:
+            lines.append(f"retry: {self.retry}")
         lines.append(f"data: {self.data}")
         return ("\n".join(lines) + "\n\n").encode()
 
@@ -328,7 +333,12 @@ class MatrixServer:
         self.cut_done.add(session.variant.name)  # one cut a variant: later calls run whole
         session.cut = CutStream(frames, written, tag)
         log.info("%s: cut after %d of %d events", session.key, written, len(frames))
-        return self.body(session, frames[:written], hold=session.cut)
+        if session.variant.cut == "client":
+            return self.body(session, frames[:written], hold=session.cut)
+        # The server ends the response after a `retry:` on its priming event (2025-11-25).
+        first = dataclasses.replace(frames[0], retry=RETRY_MS)
+        session.cut.gone.set()
+        return self.body(session, [first, *frames[1:written]])
 
     async def get(self, request: Request) -> Response | SseBody:
         session_or_refusal = self.session_of(request, {})

@@ -55,6 +55,11 @@ ERAS = (*SESSIONED_ERAS, MODERN_ERA)
 CHUNKINGS = ("one", "several", "midline", "gzip")
 #: The tool called: side-effecting (no annotations) or read-only.
 TOOLS = ("create_ticket", "slow_report")
+#: Who cuts the stream: the client closes it; or the server ends it after `retry:` (2025-11-25)
+#: and the client waits that long before it resumes; or resumes at once (too early).
+CUTS = ("client", "server", "early")
+#: The `retry:` (ms) a server that ends the stream sends on its priming event.
+RETRY_MS = 250
 #: Messages the stream carries after the cut, before its response.
 AFTER_CUT = 4
 
@@ -73,6 +78,7 @@ class Variant:
     era: str
     chunking: str
     tool: str
+    cut: str = "client"
 
     @property
     def name(self) -> str:
@@ -95,7 +101,7 @@ class Variant:
         return (
             f"era={self.era} ids={self.ids} seen={self.seen} progress={self.progress} "
             f"answer={self.answer} {owed} cursor={self.cursor} replica={self.replica} "
-            f"chunking={self.chunking} tool={self.tool}"
+            f"chunking={self.chunking} tool={self.tool} cut={self.cut}"
         )
 
     def to_json(self) -> dict[str, object]:
@@ -125,6 +131,7 @@ def valid(v: Variant) -> bool:
         (v.era, ERAS),
         (v.chunking, CHUNKINGS),
         (v.tool, TOOLS),
+        (v.cut, CUTS),
     )
     if not all(value in domain for value, domain in domains):
         return False
@@ -134,10 +141,12 @@ def valid(v: Variant) -> bool:
             v.answer == REISSUE
             and v.owed
             and v.seen >= 1
-            and (v.cursor, v.replica) == ("last", "same")
+            and (v.cursor, v.replica, v.cut) == ("last", "same", "client")
         )
     if v.answer == REISSUE:
         return False
+    if v.cut != "client" and not v.priming:
+        return False  # the `retry:` rides on the priming event
     if not v.owed and (v.progress != "none" or v.tool != "slow_report"):
         return False  # the GET stream answers no request: no progress, no tool
     # The cursor is the last id the client read, or the one before it: it must exist.
@@ -164,6 +173,7 @@ def _axes() -> tuple[tuple[object, ...], ...]:
         ERAS,
         CHUNKINGS,
         TOOLS,
+        CUTS,
     )
 
 
@@ -196,6 +206,7 @@ def sample(count: int, seed: int) -> list[Variant]:
         values[3] = kind
         if kind == REISSUE:
             values[4], values[5], values[6], values[7] = True, "last", "same", MODERN_ERA
+            values[10] = "client"
         else:
             values[7] = rng.choice(SESSIONED_ERAS)
         if values[4] is False:

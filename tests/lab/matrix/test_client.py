@@ -19,7 +19,7 @@ BODY = (
     b'event: message\nid: 4\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\n'
 )
 BASE = Variant(
-    "counter", 2, "none", "full", True, "last", "same", "2025-11-25", "one", "slow_report"
+    "counter", 2, "none", "full", True, "last", "same", "2025-11-25", "one", "slow_report", "client"
 )
 
 

@@ -178,6 +178,9 @@ CASES = [
         v(GET, ids="constant", seen=1, answer="empty"),
         Expected(allowed=["causal-gap"]),
     ),
+    # The server ends the stream after `retry:`: waiting is clean, coming back at once is not.
+    ("server cut, the client waits the retry", v(OWED, cut="server"), Expected()),
+    ("server cut, the client resumes at once", v(OWED, cut="early"), Expected(["retry-violation"])),
     # 2026: no resume; closing the stream cancels; the client re-issues under a new id.
     (
         "2026 re-issue of a side-effecting call",

@@ -37,6 +37,7 @@ def test_counters_number_the_session_or_the_stream() -> None:
 
 def test_frames() -> None:
     assert Frame("7", "").encode() == b"id: 7\ndata: \n\n"  # priming: an id, empty data
+    assert Frame("7", "", retry=250).encode() == b"id: 7\nretry: 250\ndata: \n\n"
     assert Frame("8", "{}").encode() == b"event: message\nid: 8\ndata: {}\n\n"
     assert Frame("9", "{}", "stream-reset").encode().startswith(b"event: stream-reset\n")
 

@@ -52,6 +52,8 @@ BASE = Variant(
         ({"era": MODERN_ERA, "answer": REISSUE, "replica": "other"}, False),
         ({"chunking": "brotli"}, False),
         ({"answer": "stall"}, True),
+        ({"cut": "early"}, True),
+        ({"cut": "server", "era": "2025-03-26"}, False),  # the retry rides on a priming event
         ({"answer": "stall", "era": "2025-06-18"}, False),  # no priming: the same as empty
     ],
 )
