@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lab.framework import DEFAULT_BUDGET_S, LabError, Scenario, prepare_out_dir, run_scenario
-from lab.matrix.run import exit_code, render, run_matrix
+from lab.matrix.run import exit_code, render, run_batches
 from lab.matrix.variants import all_variants, sample
 from lab.scenarios import SCENARIOS, by_name
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_SAMPLE = 40
+#: Past this a sample draws too few new variants per try: `--all` walks them instead.
+MAX_SAMPLE = 20_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,24 +86,30 @@ def _parser() -> argparse.ArgumentParser:
 
 def _count(value: str) -> int:
     """`--sample`: a positive whole number."""
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    if not value.isdigit() or not 1 <= int(value) <= MAX_SAMPLE:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {MAX_SAMPLE} (--all runs every variant), "
+            f"got {value!r}"
+        )
     return int(value)
 
 
 def _matrix(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
-    variants = list(all_variants()) if args.all else sample(args.sample, seed)
+    try:
+        variants = list(all_variants()) if args.all else sample(args.sample, seed)
+    except ValueError as exc:
+        raise _Usage(f"--sample: {exc}") from None
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="seamwatch-matrix-"))
     try:
         prepare_out_dir(out)
     except LabError as exc:
         raise _Usage(f"--out {exc}") from None
-    if any((out / "capture").glob("*")):
+    if any((out / "capture").glob("*")) or any(out.glob("batch-*")):
         raise _Usage(f"--out {out} already holds a capture; give a new directory")
     print(f"seamwatch lab matrix: seed {seed}, {len(variants)} variants, into {out}", flush=True)
     try:
-        result = run_matrix(variants, out)
+        result = run_batches(variants, out)
     except LabError as exc:
         reason = " ".join(str(exc).split())
         print(f"seamwatch lab: matrix failed: {reason}", file=sys.stderr)

@@ -17,6 +17,8 @@ leaves alone. The constant-id scheme shares its one id across sessions, as such 
 
     <out>/capture/      the one capture     <out>/matrix.json   every variant, expected, found
     <out>/logs/         server and proxy    <out>/lab.json      processes started
+
+(one such directory per batch of 500, `<out>/batch-<k>/`, when a run has more variants).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ VARIANT_TIMEOUT_S = 30.0
 ANALYZE_TIMEOUT_S = 600.0
 VARIANT_IN_SESSION = re.compile(r"mx-[0-9a-f]{8}")
 EXIT_OK, EXIT_FINDINGS, EXIT_LAB_ERROR = 0, 1, 2
+#: Variants a capture holds at most (`run_batches`).
+BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,22 @@ def attribute(
         else:
             rest.append(finding)
     return owned, rest
+
+
+def run_batches(variants: Sequence[Variant], out_dir: Path, *, batch: int = BATCH) -> MatrixResult:
+    """Run `variants` `batch` at a time, each batch its own server, proxy and capture (in
+    `out_dir`, or `out_dir/batch-<k>` when there are several), so a capture stays small enough
+    to analyze at once; one result for all."""
+    if len(variants) <= batch:
+        return run_matrix(variants, out_dir)
+    began = time.monotonic()
+    outcomes: list[Outcome] = []
+    unattributed: list[Mapping[str, object]] = []
+    for k, start in enumerate(range(0, len(variants), batch)):
+        part = run_matrix(variants[start : start + batch], out_dir / f"batch-{k:04d}")
+        outcomes += part.outcomes
+        unattributed += part.unattributed
+    return MatrixResult(outcomes, unattributed, round(time.monotonic() - began, 1))
 
 
 def run_matrix(variants: Sequence[Variant], out_dir: Path) -> MatrixResult:

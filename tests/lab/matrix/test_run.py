@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from lab.matrix.run import (
     confusion,
     exit_code,
     render,
+    run_batches,
 )
 from lab.matrix.variants import sample
 from lab.verdict import judge
@@ -110,3 +112,15 @@ def test_cli_runs_a_fixed_sample_and_exits_as_its_table_says(tmp_path: Path) -> 
     want = EXIT_LAB_ERROR if errors else EXIT_FINDINGS if bad else EXIT_OK
     assert done.returncode == want, text + done.stderr
     assert (out / "matrix.json").is_file() and any((out / "capture").glob("capture-*.jsonl"))
+
+
+@requires_proxy
+@pytest.mark.timeout(240)
+def test_batches_each_get_their_own_capture_and_one_result(tmp_path: Path) -> None:
+    variants = sample(5, 77)
+    result = run_batches(variants, tmp_path, batch=3)
+    assert [o.variant for o in result.outcomes] == variants
+    assert sorted(p.name for p in tmp_path.glob("batch-*")) == ["batch-0000", "batch-0001"]
+    for k, size in ((0, 3), (1, 2)):
+        record = json.loads((tmp_path / f"batch-{k:04d}" / "matrix.json").read_text())
+        assert len(record["variants"]) == size
