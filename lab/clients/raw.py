@@ -151,11 +151,17 @@ class SessionedClient:
     """A 2025-11-25 client over raw HTTP: one session at a time, cursors kept by hand."""
 
     def __init__(
-        self, http: httpx.AsyncClient, url: str, *, client_name: str = "seamwatch-lab-raw"
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        *,
+        client_name: str = "seamwatch-lab-raw",
+        version: str = SESSIONED_VERSION,
     ) -> None:
         self.http = http
         self.url = url
         self.client_name = client_name
+        self.version = version  # 2025-03-26, 2025-06-18 or 2025-11-25
         self.session_id: str | None = None
         self._next_id = 0
 
@@ -167,7 +173,8 @@ class SessionedClient:
         headers = {"accept": ACCEPT_BOTH, "content-type": "application/json"}
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
-            headers["mcp-protocol-version"] = SESSIONED_VERSION
+            if self.version != "2025-03-26":  # the header came with 2025-06-18
+                headers["mcp-protocol-version"] = self.version
         headers.update(extra or {})
         return headers
 
@@ -218,13 +225,13 @@ class SessionedClient:
         self.session_id = None
         self._next_id = 0
         params = {
-            "protocolVersion": SESSIONED_VERSION,
+            "protocolVersion": self.version,
             "capabilities": {},
             "clientInfo": {"name": self.client_name, "version": "1"},
         }
         result, stream = await self.request("initialize", params, headers=headers)
-        if result.get("protocolVersion") != SESSIONED_VERSION or self.session_id is None:
-            raise ClientError(f"initialize did not open a {SESSIONED_VERSION} session: {result}")
+        if result.get("protocolVersion") != self.version or self.session_id is None:
+            raise ClientError(f"initialize did not open a {self.version} session: {result}")
         status = await self.notify("notifications/initialized")
         if status != 202:
             raise ClientError(f"notifications/initialized answered {status}")

@@ -1,0 +1,288 @@
+"""`seamwatch lab matrix`: run a sample of variants through one proxy and judge each by its fault.
+
+One `lab.matrix.server` and one `seamwatch proxy --replica-header X-Served-By` serve the whole
+run; each variant is its own session (or, in 2026, its own clientInfo), its wire choices set by
+a direct control call before its first request, its tool arguments carrying its name so no two
+variants' calls compare equal. The capture is analyzed once; findings go to variants by their
+`session` key, which holds the variant's name. Each variant is judged with `lab.verdict.judge`
+against `lab.matrix.oracle.expected`, and the confusion table counts, per detector: required and
+fired, required and silent (a miss), forbidden and fired (a false alarm: medium or above, or
+any resumption finding on a variant that expects nothing).
+
+Variants share one capture, so nothing one does may read as another's: each has its own
+clientInfo (the client of `repeated-tool-call`'s "next session" is its own re-initialization),
+its own tool arguments (no repeat across variants), and never carries a cursor into another
+session (`stale-cursor`); ids are random or per-session counters, which `cross-session-replay`
+leaves alone. The constant-id scheme shares its one id across sessions, as such a server would.
+
+    <out>/capture/      the one capture     <out>/matrix.json   every variant, expected, found
+    <out>/logs/         server and proxy    <out>/lab.json      processes started
+
+(one such directory per batch of 500, `<out>/batch-<k>/`, when a run has more variants).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import httpx
+
+from analyzer.findings import Severity
+from lab.framework import Expected, LabContext, LabError, python_argv
+from lab.matrix.client import drive
+from lab.matrix.oracle import expected
+from lab.matrix.variants import Variant
+from lab.verdict import Verdict, judge
+
+CONCURRENCY = 6
+VARIANT_TIMEOUT_S = 30.0
+ANALYZE_TIMEOUT_S = 600.0
+VARIANT_IN_SESSION = re.compile(r"mx-[0-9a-f]{8}")
+EXIT_OK, EXIT_FINDINGS, EXIT_LAB_ERROR = 0, 1, 2
+#: Variants a capture holds at most (`run_batches`).
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One variant's run: what its fault expects, its findings' verdict, or its lab error."""
+
+    variant: Variant
+    expected: Expected
+    verdict: Verdict | None = None
+    error: str | None = None
+
+
+@dataclass
+class Counts:
+    """One row of the confusion table."""
+
+    fired: int = 0  # required and fired
+    silent: int = 0  # required and silent: a miss
+    false_alarm: int = 0  # forbidden and fired
+
+
+@dataclass(frozen=True)
+class MatrixResult:
+    """A whole run: outcomes, findings no variant owns, and the wall time."""
+
+    outcomes: list[Outcome]
+    unattributed: list[Mapping[str, object]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def confusion(outcomes: Iterable[Outcome]) -> dict[str, Counts]:
+    """Per detector (an `any_of` group as `a|b`), the three counts of the table."""
+    table: dict[str, Counts] = {}
+    for outcome in outcomes:
+        verdict = outcome.verdict
+        if verdict is None:
+            continue
+        for det in outcome.expected.required:
+            row = table.setdefault(det, Counts())
+            if det in verdict.found:
+                row.fired += 1
+            else:
+                row.silent += 1
+        for group in outcome.expected.any_of:
+            row = table.setdefault("|".join(group), Counts())
+            if any(det in verdict.found for det in group):
+                row.fired += 1
+            else:
+                row.silent += 1
+        for det in verdict.unexpected:
+            table.setdefault(det, Counts()).false_alarm += 1
+    return dict(sorted(table.items()))
+
+
+def exit_code(result: MatrixResult) -> int:
+    """2 when a variant failed to run, 1 on a miss or a false alarm, else 0."""
+    if any(outcome.error is not None for outcome in result.outcomes):
+        return EXIT_LAB_ERROR
+    rows = confusion(result.outcomes).values()
+    if any(row.silent or row.false_alarm for row in rows) or _loud(result.unattributed):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _loud(findings: Iterable[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    return [f for f in findings if Severity.parse(str(f["severity"])) >= Severity.MEDIUM]
+
+
+def render(result: MatrixResult, *, seed: int) -> str:
+    """The report: seed, count, wall time, the table, and every miss and false alarm."""
+    outcomes = result.outcomes
+    lines = [
+        f"seed {seed}, {len(outcomes)} variants, wall time {result.wall_s:.1f} s",
+        "",
+        f"{'detector':<34} {'required+fired':>15} {'required+silent':>16} {'forbidden+fired':>16}",
+    ]
+    for det, row in confusion(outcomes).items():
+        lines.append(f"{det:<34} {row.fired:>15} {row.silent:>16} {row.false_alarm:>16}")
+    problems = [o for o in outcomes if o.verdict is not None and not _judged_ok(o.verdict)]
+    if problems:
+        lines += ["", "misses and false alarms:"]
+        for outcome in problems:
+            assert outcome.verdict is not None
+            what = "; ".join(_problems(outcome.verdict))
+            lines.append(f"  {outcome.variant.name} {what}")
+            lines.append(f"      {outcome.variant.axes_text()}")
+            lines.append(f"      found: {outcome.verdict.found_text()}")
+    loud = _loud(result.unattributed)
+    if loud:
+        lines += ["", "findings of no variant (medium or above):"]
+        lines += [f"  {f['detector']} ({f['severity']}) session {f.get('session')}" for f in loud]
+    errors = [o for o in outcomes if o.error is not None]
+    if errors:
+        lines += ["", f"lab errors ({len(errors)} variants did not run):"]
+        for outcome in errors:
+            lines.append(f"  {outcome.variant.name} {outcome.error}")
+            lines.append(f"      {outcome.variant.axes_text()}")
+    return "\n".join(lines)
+
+
+def _judged_ok(verdict: Verdict) -> bool:
+    # Evidence ids are not part of the matrix's oracle (it names detectors, not ids).
+    return not (verdict.missing or verdict.unmet_any_of or verdict.unexpected)
+
+
+def _problems(verdict: Verdict) -> list[str]:
+    out = [f"MISS {det}" for det in verdict.missing]
+    out += [f"MISS {' or '.join(group)}" for group in verdict.unmet_any_of]
+    out += [f"FALSE ALARM {det} ({sev.value})" for det, sev in verdict.unexpected.items()]
+    return out
+
+
+def attribute(
+    variants: Sequence[Variant], findings: Iterable[Mapping[str, object]]
+) -> tuple[dict[str, list[Mapping[str, object]]], list[Mapping[str, object]]]:
+    """Findings per variant name (by the name in their session key), and the rest."""
+    names = {v.name for v in variants}
+    owned: dict[str, list[Mapping[str, object]]] = {name: [] for name in names}
+    rest: list[Mapping[str, object]] = []
+    for finding in findings:
+        match = VARIANT_IN_SESSION.search(str(finding.get("session") or ""))
+        if match and match.group(0) in names:
+            owned[match.group(0)].append(finding)
+        else:
+            rest.append(finding)
+    return owned, rest
+
+
+def run_batches(variants: Sequence[Variant], out_dir: Path, *, batch: int = BATCH) -> MatrixResult:
+    """Run `variants` `batch` at a time, each batch its own server, proxy and capture (in
+    `out_dir`, or `out_dir/batch-<k>` when there are several), so a capture stays small enough
+    to analyze at once; one result for all."""
+    if len(variants) <= batch:
+        return run_matrix(variants, out_dir)
+    began = time.monotonic()
+    outcomes: list[Outcome] = []
+    unattributed: list[Mapping[str, object]] = []
+    for k, start in enumerate(range(0, len(variants), batch)):
+        part = run_matrix(variants[start : start + batch], out_dir / f"batch-{k:04d}")
+        outcomes += part.outcomes
+        unattributed += part.unattributed
+    return MatrixResult(outcomes, unattributed, round(time.monotonic() - began, 1))
+
+
+def run_matrix(variants: Sequence[Variant], out_dir: Path) -> MatrixResult:
+    """Run `variants` through one server and one proxy into `out_dir`, analyze, judge."""
+    began = time.monotonic()
+    budget = 60.0 + 2.0 * len(variants)
+    ctx = LabContext(out_dir, name="matrix", direct=False, budget_s=budget)
+    try:
+        port = ctx.free_port()
+        ctx.start_process(
+            python_argv("lab.matrix.server", "--port", str(port)), name="matrix-server", port=port
+        )
+        root = f"http://127.0.0.1:{port}"
+        proxy = ctx.start_proxy(root, replica_header="X-Served-By")
+        errors = ctx.run_async(_drive_all, root, proxy + "/mcp", list(variants))
+    finally:
+        ctx.stop_all()
+    findings = analyze(ctx.capture_dir)
+    owned, rest = attribute(variants, findings)
+    outcomes = []
+    for variant in variants:
+        wanted = expected(variant)
+        if variant.name in errors:
+            outcomes.append(Outcome(variant, wanted, error=errors[variant.name]))
+        else:
+            outcomes.append(Outcome(variant, wanted, verdict=judge(wanted, owned[variant.name])))
+    result = MatrixResult(outcomes, rest, round(time.monotonic() - began, 1))
+    _write_record(out_dir, result, owned)
+    return result
+
+
+async def _drive_all(root: str, url: str, variants: list[Variant]) -> dict[str, str]:
+    """Play every variant, a few at a time; returns the lab error of each that failed."""
+    errors: dict[str, str] = {}
+    limit = anyio.Semaphore(CONCURRENCY)
+
+    async def one(variant: Variant) -> None:
+        async with limit:
+            try:
+                with anyio.fail_after(VARIANT_TIMEOUT_S):
+                    async with httpx.AsyncClient(timeout=10.0) as http:
+                        registered = await http.post(f"{root}/lab/variant", json=variant.to_json())
+                        registered.raise_for_status()
+                        await drive(http, url, variant)
+            except Exception as exc:  # any failure is this variant's lab error, reported
+                errors[variant.name] = f"{type(exc).__name__}: {exc}"[:300]
+
+    async with anyio.create_task_group() as group:
+        for variant in variants:
+            group.start_soon(one, variant)
+    return errors
+
+
+def analyze(capture: Path) -> list[Mapping[str, object]]:
+    """`seamwatch analyze --format json` of the capture (a subprocess, as a user runs it)."""
+    argv = python_argv("analyzer.cli", "analyze", str(capture), "--format", "json")
+    try:
+        done = subprocess.run(
+            [*argv, "--fail-on", "none"], capture_output=True, timeout=ANALYZE_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise LabError(f"the analysis took over {ANALYZE_TIMEOUT_S:g} s") from exc
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip()[-300:]
+        raise LabError(f"the analysis exited {done.returncode}: {tail}")
+    report = json.loads(done.stdout)
+    findings: list[Mapping[str, object]] = report["findings"]
+    return findings
+
+
+def _write_record(
+    out_dir: Path, result: MatrixResult, owned: Mapping[str, list[Mapping[str, object]]]
+) -> None:
+    record = {
+        "wall_s": result.wall_s,
+        "variants": [
+            {
+                "name": o.variant.name,
+                "axes": o.variant.to_json(),
+                "expected": o.expected.to_json(),
+                "error": o.error,
+                "found": {d: s.value for d, s in (o.verdict.found if o.verdict else {}).items()},
+                "ok": o.verdict is not None and _judged_ok(o.verdict),
+                "findings": [
+                    {k: f.get(k) for k in ("detector", "severity", "session", "title")}
+                    for f in owned.get(o.variant.name, [])
+                ],
+            }
+            for o in result.outcomes
+        ],
+        "unattributed": [
+            {k: f.get(k) for k in ("detector", "severity", "session", "title")}
+            for f in result.unattributed
+        ],
+    }
+    (out_dir / "matrix.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

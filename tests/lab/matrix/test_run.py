@@ -1,0 +1,126 @@
+"""The matrix run: attribution, the confusion table, exit codes, and one real run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab.framework import Expected
+from lab.matrix.run import (
+    EXIT_FINDINGS,
+    EXIT_LAB_ERROR,
+    EXIT_OK,
+    MatrixResult,
+    Outcome,
+    attribute,
+    confusion,
+    exit_code,
+    render,
+    run_batches,
+)
+from lab.matrix.variants import sample
+from lab.verdict import judge
+from tests.support.lab_capture import requires_proxy
+
+A, B, C = sample(3, 42)
+
+
+def finding(detector: str, severity: str, session: str) -> dict[str, object]:
+    return {"detector": detector, "severity": severity, "session": session}
+
+
+def test_findings_go_to_the_variant_named_in_their_session() -> None:
+    findings = [
+        finding("causal-gap", "high", f"mcp:{A.name}-1"),
+        finding("repeated-tool-call", "high", f"mcp:{A.name}-2"),  # its re-initialized session
+        finding("phantom-resume", "high", f"client:127.0.0.1|{B.name}|"),
+        finding("capture-health", "info", ""),
+        finding("stale-cursor", "medium", "mcp:mx-00000000-1"),  # no variant of this run
+    ]
+    owned, rest = attribute([A, B, C], findings)
+    assert [f["detector"] for f in owned[A.name]] == ["causal-gap", "repeated-tool-call"]
+    assert [f["detector"] for f in owned[B.name]] == ["phantom-resume"]
+    assert owned[C.name] == []
+    assert [f["detector"] for f in rest] == ["capture-health", "stale-cursor"]
+
+
+def outcome(expected: Expected, *found: tuple[str, str]) -> Outcome:
+    findings = [finding(det, sev, "s") for det, sev in found]
+    return Outcome(A, expected, verdict=judge(expected, findings))
+
+
+def test_confusion_counts_hits_misses_and_false_alarms() -> None:
+    outcomes = [
+        outcome(Expected(required=["causal-gap"]), ("causal-gap", "low")),  # any severity hits
+        outcome(Expected(required=["causal-gap"])),  # a miss
+        outcome(Expected(any_of=[["causal-gap", "lost-response"]]), ("lost-response", "high")),
+        outcome(Expected(), ("phantom-resume", "low")),  # clean: any resumption finding
+        outcome(
+            Expected(required=["x"], allowed=["counter-reset"]),
+            ("x", "high"),
+            ("counter-reset", "high"),
+            ("stale-cursor", "low"),
+        ),  # allowed; low tolerated
+        outcome(Expected(), ("capture-health", "info")),  # not a resumption finding
+    ]
+    table = {det: (r.fired, r.silent, r.false_alarm) for det, r in confusion(outcomes).items()}
+    assert table == {
+        "causal-gap": (1, 1, 0),
+        "causal-gap|lost-response": (1, 0, 0),
+        "phantom-resume": (0, 0, 1),
+        "x": (1, 0, 0),
+    }
+    assert exit_code(MatrixResult(outcomes)) == EXIT_FINDINGS
+    assert exit_code(MatrixResult([outcomes[0], outcomes[2], outcomes[5]])) == EXIT_OK
+    loud = [finding("stale-cursor", "medium", "")]
+    assert exit_code(MatrixResult([outcomes[0]], unattributed=loud)) == EXIT_FINDINGS
+
+
+def test_a_variant_that_did_not_run_fails_the_run_with_2() -> None:
+    broken = Outcome(B, Expected(), error="ReadTimeout: ")
+    result = MatrixResult([outcome(Expected()), broken], wall_s=1.5)
+    assert exit_code(result) == EXIT_LAB_ERROR
+    text = render(result, seed=9)
+    assert text.startswith("seed 9, 2 variants, wall time 1.5 s")
+    assert f"{B.name} ReadTimeout" in text and B.axes_text() in text
+
+
+ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)$")
+
+
+@requires_proxy
+@pytest.mark.timeout(240)
+def test_cli_runs_a_fixed_sample_and_exits_as_its_table_says(tmp_path: Path) -> None:
+    out = tmp_path / "matrix"
+    argv = [sys.executable, "-m", "analyzer.cli", "lab", "matrix", "--sample", "14"]
+    done = subprocess.run(
+        [*argv, "--seed", "2025", "--out", str(out)], capture_output=True, text=True, timeout=230
+    )
+    text = done.stdout
+    assert "seed 2025, 14 variants, wall time" in text, done.stderr
+    rows = [ROW.match(line) for line in text.splitlines()]
+    counts = [tuple(int(g) for g in m.groups()[1:]) for m in rows if m]
+    assert counts, text
+    errors = "lab errors (" in text
+    bad = any(silent or false_alarm for _, silent, false_alarm in counts)
+    bad = bad or "findings of no variant" in text
+    want = EXIT_LAB_ERROR if errors else EXIT_FINDINGS if bad else EXIT_OK
+    assert done.returncode == want, text + done.stderr
+    assert (out / "matrix.json").is_file() and any((out / "capture").glob("capture-*.jsonl"))
+
+
+@requires_proxy
+@pytest.mark.timeout(240)
+def test_batches_each_get_their_own_capture_and_one_result(tmp_path: Path) -> None:
+    variants = sample(5, 77)
+    result = run_batches(variants, tmp_path, batch=3)
+    assert [o.variant for o in result.outcomes] == variants
+    assert sorted(p.name for p in tmp_path.glob("batch-*")) == ["batch-0000", "batch-0001"]
+    for k, size in ((0, 3), (1, 2)):
+        record = json.loads((tmp_path / f"batch-{k:04d}" / "matrix.json").read_text())
+        assert len(record["variants"]) == size
