@@ -36,6 +36,7 @@ from lab.scenarios import (
     round_robin_typescript_client,
     sdk_get_stream_replay,
     shared_event_store,
+    split_stream_id,
     superseded_stream,
     ttl_counter_reset,
 )
@@ -77,6 +78,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     cut_stream_typescript_client.SCENARIO,
     fresh_resume.SCENARIO,
     lenient_headers.SCENARIO,
+    # --- issue #26: resumption bugs reported against MCP SDKs (lab.faults.bugs) ---
+    split_stream_id.SCENARIO,
 )
 
 
