@@ -19,6 +19,8 @@ from lab.scenarios import (
     clean_typescript_client,
     clean_typescript_pair,
     clean_typescript_stateless,
+    cleared_final_response,
+    cursor_past_end,
     cut_stream_typescript_client,
     dropped_response,
     early_resume,
@@ -39,6 +41,7 @@ from lab.scenarios import (
     split_stream_id,
     superseded_stream,
     ttl_counter_reset,
+    unshared_event_store,
 )
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -80,6 +83,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     lenient_headers.SCENARIO,
     # --- issue #26: resumption bugs reported against MCP SDKs (lab.faults.bugs) ---
     split_stream_id.SCENARIO,
+    cleared_final_response.SCENARIO,
+    unshared_event_store.SCENARIO,
+    cursor_past_end.SCENARIO,
 )
 
 
