@@ -125,6 +125,7 @@ import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
 import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
 import analyzer.detectors.lost_response as lost_response  # noqa: E402
 import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
+import analyzer.detectors.reconnect_storm as reconnect_storm  # noqa: E402
 import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
 import analyzer.detectors.response_on_get_stream as response_on_get_stream  # noqa: E402
 import analyzer.detectors.resume_after_termination as resume_after_termination  # noqa: E402
@@ -155,6 +156,7 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     duplicate_response.DETECTOR,
     lost_response.DETECTOR,
     response_on_get_stream.DETECTOR,
+    reconnect_storm.DETECTOR,
 )
 
 

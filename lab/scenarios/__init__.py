@@ -24,6 +24,7 @@ from lab.scenarios import (
     cut_stream_typescript_client,
     dropped_response,
     early_resume,
+    empty_get_storm,
     fresh_resume,
     legacy_cursor_carryover,
     lenient_headers,
@@ -86,6 +87,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     cleared_final_response.SCENARIO,
     unshared_event_store.SCENARIO,
     cursor_past_end.SCENARIO,
+    empty_get_storm.SCENARIO,
 )
 
 
