@@ -120,6 +120,7 @@ import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
 import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
 import analyzer.detectors.cross_session_replay as cross_session_replay  # noqa: E402
 import analyzer.detectors.cross_stream_replay as cross_stream_replay  # noqa: E402
+import analyzer.detectors.double_delivery as double_delivery  # noqa: E402
 import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
 import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
 import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
@@ -157,6 +158,7 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     lost_response.DETECTOR,
     response_on_get_stream.DETECTOR,
     reconnect_storm.DETECTOR,
+    double_delivery.DETECTOR,
 )
 
 

@@ -30,6 +30,7 @@ from lab.scenarios import (
     lenient_headers,
     modern_retry,
     open_at_shutdown,
+    replayed_twice,
     response_on_get,
     resume_after_delete,
     resume_loop,
@@ -88,6 +89,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     unshared_event_store.SCENARIO,
     cursor_past_end.SCENARIO,
     empty_get_storm.SCENARIO,
+    replayed_twice.SCENARIO,
 )
 
 
