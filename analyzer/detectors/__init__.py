@@ -125,6 +125,7 @@ import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
 import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
 import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
 import analyzer.detectors.lost_response as lost_response  # noqa: E402
+import analyzer.detectors.orphaned_incarnation as orphaned_incarnation  # noqa: E402
 import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
 import analyzer.detectors.reconnect_storm as reconnect_storm  # noqa: E402
 import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
@@ -159,6 +160,7 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     response_on_get_stream.DETECTOR,
     reconnect_storm.DETECTOR,
     double_delivery.DETECTOR,
+    orphaned_incarnation.DETECTOR,
 )
 
 

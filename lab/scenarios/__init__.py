@@ -30,6 +30,7 @@ from lab.scenarios import (
     lenient_headers,
     modern_retry,
     open_at_shutdown,
+    replaced_resume,
     replayed_twice,
     response_on_get,
     resume_after_delete,
@@ -90,6 +91,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     cursor_past_end.SCENARIO,
     empty_get_storm.SCENARIO,
     replayed_twice.SCENARIO,
+    replaced_resume.SCENARIO,
 )
 
 
