@@ -120,11 +120,14 @@ import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
 import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
 import analyzer.detectors.cross_session_replay as cross_session_replay  # noqa: E402
 import analyzer.detectors.cross_stream_replay as cross_stream_replay  # noqa: E402
+import analyzer.detectors.double_delivery as double_delivery  # noqa: E402
 import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
 import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
 import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
 import analyzer.detectors.lost_response as lost_response  # noqa: E402
+import analyzer.detectors.orphaned_incarnation as orphaned_incarnation  # noqa: E402
 import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
+import analyzer.detectors.reconnect_storm as reconnect_storm  # noqa: E402
 import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
 import analyzer.detectors.response_on_get_stream as response_on_get_stream  # noqa: E402
 import analyzer.detectors.resume_after_termination as resume_after_termination  # noqa: E402
@@ -155,6 +158,9 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     duplicate_response.DETECTOR,
     lost_response.DETECTOR,
     response_on_get_stream.DETECTOR,
+    reconnect_storm.DETECTOR,
+    double_delivery.DETECTOR,
+    orphaned_incarnation.DETECTOR,
 )
 
 

@@ -19,14 +19,19 @@ from lab.scenarios import (
     clean_typescript_client,
     clean_typescript_pair,
     clean_typescript_stateless,
+    cleared_final_response,
+    cursor_past_end,
     cut_stream_typescript_client,
     dropped_response,
     early_resume,
+    empty_get_storm,
     fresh_resume,
     legacy_cursor_carryover,
     lenient_headers,
     modern_retry,
     open_at_shutdown,
+    replaced_resume,
+    replayed_twice,
     response_on_get,
     resume_after_delete,
     resume_loop,
@@ -36,8 +41,10 @@ from lab.scenarios import (
     round_robin_typescript_client,
     sdk_get_stream_replay,
     shared_event_store,
+    split_stream_id,
     superseded_stream,
     ttl_counter_reset,
+    unshared_event_store,
 )
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -77,6 +84,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     cut_stream_typescript_client.SCENARIO,
     fresh_resume.SCENARIO,
     lenient_headers.SCENARIO,
+    # --- issue #26: resumption bugs reported against MCP SDKs (lab.faults.bugs) ---
+    split_stream_id.SCENARIO,
+    cleared_final_response.SCENARIO,
+    unshared_event_store.SCENARIO,
+    cursor_past_end.SCENARIO,
+    empty_get_storm.SCENARIO,
+    replayed_twice.SCENARIO,
+    replaced_resume.SCENARIO,
 )
 
 

@@ -1,0 +1,95 @@
+"""One event delivered twice on the same HTTP response: the same event id, the same payload.
+
+Within one response (one incarnation of a stream), an event id carried a second time with the
+same payload: the client receives one message twice on one connection, where no replay was
+asked for (high for a response or a server request, which the client may act on twice or reject
+as unknown; medium for a notification; typescript-sdk #2547 review: a resumed stream got the
+stored response from the replay, then the same event again from the send that stored it). Not
+flagged: a replay on a later incarnation (the client asked for it with its cursor), id-only
+priming events, equal payloads under different event ids (new notifications; an answer
+repeated under a fresh id is `duplicate-response` or, from another session's store,
+`cross-session-replay`), the same id with a different payload (`duplicate-event-id`). What to
+change: servers write each stored event to a connection once, tracking what a replay already
+delivered, instead of writing from both the store and the sender.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline) -> pl.LazyFrame:
+    """One finding per message carried twice on one response."""
+    delivered = timeline.messages.filter(
+        (pl.col("source") == "sse")
+        & (pl.col("direction") == "s2c")
+        & pl.col("event_id").is_not_null()
+        & pl.col("payload_hash").is_not_null()
+    )
+    twice = (
+        delivered.group_by("session_id", "stream_id", "flow_id", "event_id", "payload_hash")
+        .agg(
+            pl.len().alias("_times"),
+            pl.col("incarnation").first(),
+            pl.col("kind").cast(pl.String).first().alias("_kind"),
+            pl.col("method").first().alias("_method"),
+            pl.col("rpc_id").first(),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .filter(pl.col("_times") >= 2)
+        .rename({"event_id": "_event_id"})
+    )
+    eras = timeline.streams.select("stream_id", "era")
+    is_answer = pl.col("_kind").is_in(["request", "response", "error"])
+    what = (
+        pl.when(is_answer)
+        .then(pl.format("{} {}", "_kind", "rpc_id"))
+        .otherwise(pl.format("{} {}", pl.col("_method").fill_null("message"), "_event_id"))
+    )
+    return (
+        twice.join(eras, on="stream_id", how="left")
+        .sort("session_id", "first_ts", "flow_id")
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.when(is_answer).then(pl.lit("high")).otherwise(pl.lit("medium")).alias("severity"),
+            pl.format("{} delivered {} times on one response", what, "_times").alias("title"),
+            pl.format(
+                "Session {}: response {} (incarnation {} of stream {}) carried {} {} times with "
+                "the same payload (event id {}). The client receives one message twice on one "
+                "connection, where no replay was asked for, and may act on it twice. Servers "
+                "should write each stored event to a connection once, tracking what a replay "
+                "already delivered, instead of writing from both the store and the sender.",
+                "session_id",
+                "flow_id",
+                "incarnation",
+                "stream_id",
+                what,
+                "_times",
+                "_event_id",
+            ).alias("detail"),
+            pl.concat_list("flow_id").alias("flow_ids"),
+            pl.concat_list("stream_id").alias("stream_ids"),
+            pl.concat_list("_event_id").alias("event_ids"),
+            pl.when(is_answer)
+            .then(pl.concat_list("rpc_id"))
+            .otherwise(pl.lit([], dtype=pl.List(pl.String)))
+            .alias("request_ids"),
+            "first_ts",
+            "last_ts",
+        )
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="double-delivery", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+)

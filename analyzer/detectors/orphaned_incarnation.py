@@ -1,0 +1,103 @@
+"""A live incarnation of a stream left open and silent after a later resume of the stream.
+
+A resume of stream S was answered 200 while an earlier incarnation of S was still open, and the
+earlier one then carried no event and stayed open at least `overlap_s` past the resume's answer
+(or to the end of the capture): two live incarnations of one stream, the older one orphaned,
+neither fed nor closed (medium: whoever reads the older connection waits forever for messages
+that now go to the newer one; punkpeye/fastmcp #331, a second resume with the same
+Last-Event-ID silently replacing the first). Not flagged: an incarnation that ended (either
+side) before or within `overlap_s` of the resume's answer, a resume refused (409 and the like),
+an older incarnation that still carried events after the resume, new streams (a GET without a
+cursor opens another logical stream: `superseded-stream`). What to change: servers refuse a
+resume of a stream that has a live connection (409, as the official SDKs do) or end the older
+connection first; clients close a connection before resuming its stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.detectors import Detector
+from analyzer.findings import Severity
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+
+def detect(timeline: Timeline, *, overlap_s: float = 1.0) -> pl.LazyFrame:
+    """One finding per incarnation orphaned by a later resume of its stream."""
+    answered = timeline.incarnations.filter(pl.col("status") == 200).select(
+        "session_id", "stream_id", "flow_id", "incarnation", "cursor", "response_ts", "end_ts"
+    )
+    resumes = answered.filter(pl.col("cursor").is_not_null()).select(
+        "stream_id",
+        pl.col("flow_id").alias("_new_flow"),
+        pl.col("incarnation").alias("_new_incarnation"),
+        pl.col("cursor").alias("_new_cursor"),
+        pl.col("response_ts").alias("_new_ts"),
+    )
+    tail = pl.duration(microseconds=int(overlap_s * 1e6))
+    overlapping = (
+        answered.join(resumes, on="stream_id")
+        .filter(
+            (pl.col("_new_incarnation") > pl.col("incarnation"))
+            & (pl.col("response_ts") <= pl.col("_new_ts"))
+            & (pl.col("end_ts").is_null() | (pl.col("end_ts") > pl.col("_new_ts") + tail))
+        )
+        # The first resume that found it live is the one that orphaned it.
+        .sort("_new_ts")
+        .group_by("flow_id", maintain_order=True)
+        .first()
+    )
+    later_events = (
+        timeline.sse_events.select("flow_id", "ts")
+        .join(overlapping.select("flow_id", "_new_ts"), on="flow_id")
+        .filter(pl.col("ts") > pl.col("_new_ts"))
+        .select("flow_id")
+        .unique()
+    )
+    streams = timeline.streams.select("stream_id", "era", "kind", "request_id")
+    return (
+        overlapping.join(later_events, on="flow_id", how="anti")
+        .join(streams, on="stream_id", how="left")
+        .sort("session_id", "_new_ts", "flow_id")
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.format(
+                "Incarnation {} of stream {} orphaned by a later resume", "incarnation", "stream_id"
+            ).alias("title"),
+            pl.format(
+                "Session {}: stream {} ({} stream) was resumed (GET {}, Last-Event-ID {}, answered "
+                "200) while its incarnation {} (flow {}) was still open; that connection then "
+                "carried nothing more and was not closed ({}). Two incarnations of one stream "
+                "were live at once and the older one is orphaned: whoever reads it waits for "
+                "messages that now go to the newer one. Servers should refuse a resume of a "
+                "stream with a live connection (409) or end the older connection first; clients "
+                "should close a connection before resuming its stream.",
+                "session_id",
+                "stream_id",
+                pl.col("kind").cast(pl.String).fill_null("?"),
+                "_new_flow",
+                "_new_cursor",
+                "incarnation",
+                "flow_id",
+                pl.when(pl.col("end_ts").is_null())
+                .then(pl.lit("open at the end of the capture"))
+                .otherwise(pl.format("it ended only at {}", pl.col("end_ts").dt.to_string())),
+            ).alias("detail"),
+            pl.concat_list("flow_id", "_new_flow").alias("flow_ids"),
+            pl.concat_list("stream_id").alias("stream_ids"),
+            pl.concat_list("_new_cursor").alias("event_ids"),
+            pl.concat_list("request_id").list.drop_nulls().alias("request_ids"),
+            pl.col("_new_ts").alias("first_ts"),
+            pl.coalesce("end_ts", "_new_ts").alias("last_ts"),
+        )
+    )
+
+
+DETECTOR: Final[Detector] = Detector(
+    id="orphaned-incarnation", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+)
