@@ -7,13 +7,16 @@ import errno
 import os
 import socket
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from analyzer import __version__
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -158,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find where MCP Streamable HTTP streams break and resume badly.",
     )
     parser.add_argument("--version", action="version", version=f"seamwatch {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error (exit 3), print its traceback on stderr",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("proxy", help="record traffic to an MCP server (reverse proxy)")
@@ -258,7 +266,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug: exit 3, never 1 ("findings") and never a bare traceback
+        _internal_error(e, debug=args.debug, out=getattr(args, "out", None))
+        return EXIT_INTERNAL
     return code
+
+
+def _internal_error(error: Exception, *, debug: bool, out: str | None) -> None:
+    """Say in one line what failed and where; the traceback goes to a file (or, `--debug`,
+    to stderr) so CI can tell a broken tool (exit 3) from a failed check (exit 1)."""
+    text = "".join(traceback.format_exception(error))
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    first = (str(error).strip().splitlines() or [""])[0]
+    what = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    if debug:
+        sys.stderr.write(text)
+        told = "traceback above"
+    else:
+        path = _traceback_file(text, out)
+        told = f"traceback in {path}" if path else "rerun with --debug for the traceback"
+    print(f"seamwatch: internal error: {what}{where}; {told}", file=sys.stderr)
+
+
+def _traceback_file(text: str, out: str | None) -> Path | None:
+    """Write a traceback beside the report (`--out`), else in the temporary folder; its path,
+    or None when neither can take it."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    candidates = [Path(out).parent] if out else []
+    candidates.append(Path(tempfile.gettempdir()))
+    for folder in candidates:
+        path = folder / f"seamwatch-error-{stamp}-{os.getpid()}.txt"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+    return None
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """How complete the capture is: lost or skipped records, reader warnings, open streams.
 
-Flags an input whose reader lost records or skipped them (torn or corrupt lines, `seq` gaps,
-records the addon dropped, an unclean stop, stream bodies a dump did not keep; low: a finding
-may be missing or spurious where records are missing), or that only carries notes (a BOM, a
-newer schema minor, duplicates; info), and each session with HTTP responses still open when the
-capture stopped (info: their losses are not judged). What to change: stop the proxy cleanly
-after the traffic under test ends, and give the capture writer disk and queue room.
+Flags an input whose capture lost records (`seq` gaps, records the writer dropped at a full
+queue or a failed write; high: loss is what this tool exists to expose, DESIGN.md §6), whose
+reader skipped records (torn or corrupt lines, an unclean stop, stream bodies a dump did not
+keep, a damaged dump; low: a finding may be missing or spurious where records are missing), or
+that only carries notes (a BOM, a newer schema minor, duplicates; info), and each session with
+HTTP responses still open when the capture stopped (info: their losses are not judged). What to
+change: stop the proxy cleanly after the traffic under test ends, and give the capture writer
+disk and queue room.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ LOSSES: Final = frozenset(
         "har_missing_text",
         "har_bad_entry",
         "mitm_bad_flow",
+        "mitm_damaged",
     }
 )
+#: Of those, the kinds that say the capture itself lost records of the traffic: high.
+RECORDS_LOST: Final = frozenset({"seq_gap", "writer_dropped"})
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -56,9 +61,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         lines += [f"- {warning}" for warning in report.warnings]
         if lost:
             lines.append("Findings may be missing or spurious where records are missing.")
+        if RECORDS_LOST.intersection(lost):
+            severity = Severity.HIGH
+        else:
+            severity = Severity.LOW if lost or report.skipped else Severity.INFO
         inputs.append(
             {
-                "severity": Severity.LOW if lost or report.skipped else Severity.INFO,
+                "severity": severity,
                 "title": f"{name}: " + "; ".join(report.warnings or ("records skipped",)),
                 "detail": "\n".join(lines),
                 # The file name and damage kinds, never the path or counts: the same capture

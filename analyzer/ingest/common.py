@@ -109,7 +109,7 @@ DAMAGE: Mapping[str, str] = {
     "missing_open": "file(s) without capture_open",
     "chunk_gap": "chunk record(s) missing within responses",
     "late_record": "record(s) after their stream's end skipped",
-    "writer_dropped": "record(s) dropped by the capture writer (queue full)",
+    "writer_dropped": "record(s) dropped by the capture writer (queue full or failed write)",
     "addon_errors": "capture addon error(s)",
     "server_unreachable": "connection(s) to the upstream failed",
     "newer_minor": "file(s) of a newer schema minor version (unknown fields ignored)",
@@ -118,6 +118,7 @@ DAMAGE: Mapping[str, str] = {
     "har_missing_text": "response content(s) without text in the HAR",
     "har_bad_entry": "HAR entry(ies) skipped (malformed)",
     "mitm_bad_flow": "dump flow(s) skipped (unreadable)",
+    "mitm_damaged": "dump damaged: the rest after the last readable flow skipped",
     "empty_input": "input(s) without any HTTP flow (empty)",
 }
 

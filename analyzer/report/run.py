@@ -1,7 +1,8 @@
 """`seamwatch analyze`: inputs -> timeline -> detectors -> report, and the exit code (§6).
 
 Exit codes: 0 when no finding is at or above `--fail-on` (default medium; `none` never fails),
-1 when one is, 2 for bad usage or unreadable input (`UsageError`, a one-line reason on stderr).
+1 when one is, 2 for bad usage or unreadable input (`UsageError`, a one-line reason on stderr),
+3 for an internal error (`analyzer.cli.main` says what failed and where its traceback went).
 Damaged input that can still be read (a torn tail, corrupt lines) is not exit 2: the reader
 reports it and `capture-health` turns it into findings.
 """

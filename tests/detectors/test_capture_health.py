@@ -64,7 +64,11 @@ def test_clean_capture_has_no_finding() -> None:
     ("report", "severity"),
     [
         (Input("cap/run-1.jsonl.partial", skipped=1, counts={"torn_line": 1}), "low"),
-        (Input("cap", counts={"seq_gap": 3}, warnings=("3 record(s) missing",)), "low"),
+        # Records the capture lost (a full disk, a full queue): high, so the default gate fails.
+        (Input("cap", counts={"seq_gap": 3}, warnings=("3 record(s) missing",)), "high"),
+        (Input("cap", counts={"writer_dropped": 7}, warnings=("7 dropped",)), "high"),
+        # Near miss: addon errors alone (a repaired surrogate) lose no record.
+        (Input("cap", counts={"addon_errors": 1}, warnings=("1 addon error",)), "low"),
         (Input("cap", counts={"missing_close": 1}, warnings=("1 unclean stop",)), "low"),
         (Input("cap", counts={"undecoded_body": 2}, warnings=("2 not decoded",)), "low"),
         (
