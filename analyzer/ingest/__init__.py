@@ -8,6 +8,7 @@ are turned into the same records a capture holds, so everything downstream is sh
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -17,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.cache import CacheEntry, build_entry, find_entry, input_key
+from analyzer.cache import CacheEntry, EntryBuilder, build_entry, find_entry, input_key
 from analyzer.ingest.common import (
     IngestError,
     InputReport,
@@ -26,6 +27,8 @@ from analyzer.ingest.common import (
     describe_counts,
 )
 from analyzer.ingest.jsonl import capture_files, is_capture_file
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "IngestError",
@@ -193,15 +196,35 @@ def _parse(
     workers: int | None,
     progress: Callable[[int, int], None] | None,
 ) -> CacheEntry:
+    def read(builder: EntryBuilder) -> CacheEntry:
+        try:
+            report = _read(
+                path, kind, builder.directory, replica_header, client_header, workers, progress
+            )
+            return builder.commit(_manifest(report))
+        except BaseException:
+            builder.abandon()
+            raise
+
     builder = build_entry(path, key, use_cache=cache)
+    if builder.root is None:
+        return read(builder)
     try:
-        report = _read(
-            path, kind, builder.directory, replica_header, client_header, workers, progress
-        )
-    except BaseException:
-        builder.abandon()
-        raise
-    manifest = {
+        return read(builder)
+    except (OSError, pl.exceptions.PolarsError, IngestError):
+        trouble = builder.trouble()
+        if trouble is None:
+            raise  # the cache could take more: the input is to blame
+    # Writing the cache failed (a full disk, the folder deleted meanwhile): parse again into a
+    # private temporary folder, as when the folder is not writable at all.
+    log.warning(
+        "%s: cannot write the cache in %s (%s): reading without it", path, builder.root, trouble
+    )
+    return read(build_entry(path, key, use_cache=False))
+
+
+def _manifest(report: InputReport) -> dict[str, object]:
+    return {
         "report": {
             "path": report.path,
             "kind": report.kind,
@@ -211,7 +234,6 @@ def _parse(
             "files": list(report.files),
         }
     }
-    return builder.commit(manifest)
 
 
 def _read(

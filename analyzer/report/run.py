@@ -122,19 +122,23 @@ def load_timeline(
 ) -> Timeline:
     """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
     # The one place that knows the ingest and timeline entry points.
+    from analyzer.cache import read_through
     from analyzer.ingest import IngestError
     from analyzer.timeline import load_timeline as read_timeline
 
-    try:
+    def load(cache: bool) -> Timeline:
         return read_timeline(
             paths,
             replica_header=replica_header,
             client_header=client_header,
-            cache=use_cache,
+            cache=cache,
             on_progress=on_progress,
             on_step=on_step,
             spill_dir=spill_dir,
         )
+
+    try:
+        return read_through(load, use_cache=use_cache)
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(_one_line(e)) from None
 
