@@ -3,9 +3,10 @@
 The server binds to loopback unless `--address` says otherwise (which prints a warning), sends
 no usage statistics, shows visitors no exception details or external help links, keeps XSRF
 protection and CORS on, accepts only loopback `Host` names when bound to loopback (DNS
-rebinding), does not watch or rerun the app's source, hides the developer toolbar, and opens no
-browser. The input paths reach the app through `SOURCE_ENV` (a JSON list), not argv: `AppTest`
-runs the app in the test process, whose argv is pytest's.
+rebinding), does not watch or rerun the app's source, hides the developer toolbar, opens no
+browser and makes no outbound connection (`dashboards.serve`). The input paths reach the app
+through `SOURCE_ENV` (a JSON list), not argv: `AppTest` runs the app in the test process, whose
+argv is pytest's.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def command(*, port: int, address: str) -> list[str]:
         "client.showErrorLinks": "false",
         "client.toolbarMode": "viewer",
     }
-    argv = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    # Through `dashboards.serve`: Streamlit's lookups of this machine's addresses contact the
+    # internet (-P: nothing from the current folder is imported).
+    argv = [sys.executable, "-P", "-m", "dashboards.serve", "run", str(APP)]
     for name, value in flags.items():
         argv += [f"--{name}", value]
     if is_loopback(address):
