@@ -28,6 +28,7 @@ __all__ = [
     "describe_counts",
     "finished_report",
     "normalize_to_parts",
+    "os_reason",
     "paused_gc",
 ]
 
@@ -79,6 +80,15 @@ class HalfMeter:
 
 class IngestError(Exception):
     """Root of ingest errors: an input that cannot be analyzed at all (the CLI exits 2)."""
+
+
+def os_reason(path: Path, error: OSError) -> str:
+    """`path: reason` for an input that failed to read, naming the file inside it that failed
+    when that is another one (a capture file of a folder, a part of the cache)."""
+    reason = error.strerror or str(error)
+    if error.filename is not None and str(error.filename) != str(path):
+        return f"{path}: {error.filename}: {reason}"
+    return f"{path}: {reason}"
 
 
 class UnreadableInput(IngestError):

@@ -38,6 +38,7 @@ from analyzer.ingest.common import (
     UnreadableInput,
     finished_report,
     normalize_to_parts,
+    os_reason,
 )
 from analyzer.ingest.jsonl import record_problem
 from analyzer.records import body_from_bytes
@@ -310,6 +311,6 @@ def read_mitm(
             client_header=client_header,
         )
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     counts.update(normalized)
     return finished_report(path, "mitm", records, counts)
