@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import os
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -71,6 +73,30 @@ def _upstream(value: str) -> str:
     return origin if port is None else f"{origin}:{port}"
 
 
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: may resolve anywhere
+
+
+def writable_by_others(folder: Path) -> bool:
+    """Whether users other than the owner may create or replace files in `folder` (group or
+    world write, without the sticky bit that would keep them to their own files)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and bool(mode & 0o022) and not mode & stat.S_ISVTX
+
+
+def _warn(text: str) -> None:
+    print(f"seamwatch: warning: {text}", file=sys.stderr, flush=True)
+
+
 def _check_listen(host: str, port: int) -> None:
     """UsageError when the proxy could not listen on host:port (in use, no such address).
 
@@ -101,8 +127,18 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     from analyzer.capture.writer import CaptureError, prepare_capture_dir
 
     host, port = args.listen
-    _check_listen(host, port)
+    if not is_loopback(host):
+        _warn(
+            f"the proxy listens on {host}, not loopback: anyone who can reach this address can "
+            f"send requests through it to {args.upstream}, and they are recorded"
+        )
     out = Path(args.out)
+    if writable_by_others(out.expanduser()):
+        _warn(
+            f"--out {out} is writable by other users: they can add or replace capture files "
+            "that analyze will merge with this capture"
+        )
+    _check_listen(host, port)
     try:
         # Before the proxy listens: one line instead of mitmproxy's traceback and exit 1.
         prepare_capture_dir(out.expanduser())

@@ -11,7 +11,6 @@ argv is pytest's.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import subprocess
@@ -19,6 +18,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
+
+from analyzer.cli import is_loopback
 
 __all__ = [
     "APP",
@@ -39,16 +40,6 @@ APP: Final = Path(__file__).resolve().parent / "app.py"
 
 #: Host names a browser on this machine uses for a loopback-bound server.
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
-
-
-def is_loopback(address: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if address.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: may resolve anywhere
 
 
 def command(*, port: int, address: str) -> list[str]:

@@ -211,3 +211,48 @@ def test_debug_prints_the_traceback(
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):")
     assert err.endswith("; traceback above\n")
+
+
+def test_the_proxy_warns_on_a_listen_address_that_is_not_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the proxy stops there, exit 2.
+    code = main(
+        [
+            *("proxy", "--upstream", "http://127.0.0.1:1"),
+            *("--listen", "192.0.2.1:18080", "--out", str(tmp_path / "cap")),
+        ]
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[0] == (
+        "seamwatch: warning: the proxy listens on 192.0.2.1, not loopback: anyone who can reach "
+        "this address can send requests through it to http://127.0.0.1:1, and they are recorded"
+    )
+    assert err[1].startswith("seamwatch: cannot listen on 192.0.2.1:18080")
+
+
+@pytest.mark.parametrize(("mode", "warned"), [(0o777, True), (0o1777, False), (0o755, False)])
+def test_the_proxy_warns_on_an_out_folder_others_can_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: int, warned: bool
+) -> None:
+    out = tmp_path / "shared"
+    out.mkdir()
+    os.chmod(out, mode)
+    with socket.socket() as taken:  # the proxy stops at the port in use: nothing starts
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(
+            [
+                *("proxy", "--upstream", "http://127.0.0.1:1"),
+                *("--listen", f"127.0.0.1:{port}", "--out", str(out)),
+            ]
+        )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and err[-1].endswith("address in use")
+    warning = (
+        f"seamwatch: warning: --out {out} is writable by other users: they can add or replace "
+        "capture files that analyze will merge with this capture"
+    )
+    assert (warning in err) is warned

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import polars as pl
 
 from analyzer import SeamwatchError
-from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
 from analyzer.detectors import (
     ConfigError,
     Detector,
@@ -76,6 +76,7 @@ def analyze_command(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
+        _name_files_others_could_plant(path)
     _check_out(args.out)
 
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
@@ -141,6 +142,25 @@ def load_timeline(
         return read_through(load, use_cache=use_cache)
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(_one_line(e)) from None
+
+
+def _name_files_others_could_plant(path: Path) -> None:
+    """Warn, naming each file merged from it, when a capture folder is writable by others: any
+    of them may have planted or replaced one."""
+    from analyzer.ingest import IngestError, input_kind
+    from analyzer.ingest.jsonl import capture_files
+
+    if not path.is_dir() or not writable_by_others(path):
+        return
+    try:
+        names = [f.name for f in capture_files(path)] if input_kind(path) == "capture" else []
+    except (IngestError, OSError):
+        return  # said as an error when the folder is read
+    print(
+        f"seamwatch: warning: {path} is writable by other users; merging from it: "
+        + ", ".join(names),
+        file=sys.stderr,
+    )
 
 
 def build_report(
