@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io as stdio
+import shutil
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.mitm import read_mitm
@@ -292,3 +297,58 @@ def test_a_frame_that_is_no_flow_is_skipped_alone(tmp_path: Path) -> None:
     assert report.counts == {"mitm_bad_flow": 1}
     kept = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
     assert sorted(kept["flow_id"].to_list()) == sorted([str(first.id), str(last.id)])
+
+
+# --- fuzz: no exception but the documented one (UnreadableInput) ------------------------------
+
+
+def _valid_dump() -> bytes:
+    from mitmproxy import io
+
+    buffer = stdio.BytesIO()
+    writer = io.FlowWriter(buffer)
+    for _ in range(2):
+        writer.add(_flow())
+    return buffer.getvalue()
+
+
+_DUMP = _valid_dump()
+_TNETSTRINGISH = st.one_of(
+    st.from_regex(rb"\A[0-9]{1,13}:[\x00-\xff]{0,12}\Z"),
+    st.integers(1, 4000).map(_nested),
+    st.lists(
+        st.tuples(st.binary(max_size=6), st.sampled_from(list(b",;#^!~}]x"))).map(
+            lambda item: b"%d:%b%c" % (len(item[0]), item[0], item[1])
+        ),
+        max_size=5,
+    ).map(b"".join),
+)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzz_mitm_reader_raises_nothing_undocumented(tmp_path: Path, data: st.DataObject) -> None:
+    choice = data.draw(st.sampled_from(["bytes", "flipped", "cut", "appended", "framed"]))
+    if choice == "bytes":
+        raw = data.draw(st.binary(max_size=300))
+    elif choice == "flipped":  # a real dump with a few bytes changed anywhere
+        raw = bytearray(_DUMP)
+        for _ in range(data.draw(st.integers(1, 6))):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        raw = bytes(raw)
+    elif choice == "cut":
+        raw = _DUMP[: data.draw(st.integers(0, len(_DUMP)))]
+    elif choice == "appended":
+        raw = _DUMP + data.draw(st.binary(max_size=60))
+    else:  # tnetstring-shaped garbage: length prefixes of any size, nesting, any tags
+        head = data.draw(st.sampled_from([b"", _DUMP]))
+        raw = head + data.draw(_TNETSTRINGISH)
+    path = tmp_path / "fuzz.mitm"
+    path.write_bytes(raw)
+    out = tmp_path / "fuzz-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    with contextlib.suppress(UnreadableInput):  # documented: exit 2 in one line
+        read_mitm(path, out)
