@@ -313,13 +313,26 @@ def read_through[T](load: Callable[[bool], T], *, use_cache: bool = True) -> T:
     try:
         return load(True)
     except (OSError, pl.exceptions.PolarsError) as e:
+        if not _of_the_cache(e):
+            raise
         log.warning("reading the cache failed (%s): checking it in full", _one_line(e))
     try:
         with _hashing_in_full():
             return load(True)
     except (OSError, pl.exceptions.PolarsError) as e:
+        if not _of_the_cache(e):
+            raise
         log.warning("reading the cache failed again (%s): reading without it", _one_line(e))
     return load(False)
+
+
+def _of_the_cache(error: OSError | pl.exceptions.PolarsError) -> bool:
+    """Whether a failure may come from the cache: a Polars error (reading a Parquet part says
+    not which file), or an OSError on a file inside a cache folder. An input that cannot be
+    read is not retried: it fails in one line at once."""
+    if isinstance(error, OSError):
+        return CACHE_DIR in Path(str(error.filename or "")).parts
+    return True
 
 
 def _one_line(error: BaseException) -> str:

@@ -344,10 +344,17 @@ def _capture(folder: Path) -> Path:
 
 
 def _analyze(path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> tuple[int, Any]:
+    """`seamwatch analyze --format json`: its exit code and report; what it said on stderr is
+    kept in `_said`."""
     from analyzer.cli import main
 
     code = main(["analyze", "--format", "json", *more, str(path)])
-    return code, json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    _said[:] = err.splitlines()
+    return code, json.loads(out)
+
+
+_said: list[str] = []
 
 
 def _rot(part: Path) -> None:
@@ -401,6 +408,7 @@ def test_a_full_disk_while_caching_falls_back_with_a_warning(
         f"{folder}: cannot write the cache in {folder / CACHE_DIR} (No space left on device): "
         "reading without it"
     )
+    assert _said == [f"seamwatch: warning: {said}"]  # one line on stderr
 
 
 def test_the_cache_deleted_while_an_analysis_parses_is_parsed_around(

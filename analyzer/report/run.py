@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -82,7 +83,7 @@ def analyze_command(args: argparse.Namespace) -> int:
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
     # 10M events); the folder lives as long as the analysis.
     scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix("spill"))
-    with _progress() as progress, scratch as spill:
+    with _progress() as progress, scratch as spill, _warnings_on_stderr():
         progress.step("reading inputs")
         timeline = load_timeline(
             paths,
@@ -264,6 +265,28 @@ def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     else:
         raise UsageError(f"unknown format {fmt!r}")
     stream.write(render(report))
+
+
+class _Warning(logging.Handler):
+    """The library's warnings (a damaged cache entry set aside, a cache that could not be
+    written) as one `seamwatch: warning:` line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"seamwatch: warning: {record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    library = logging.getLogger("analyzer")
+    handler = _Warning(logging.WARNING)
+    library.addHandler(handler)
+    try:
+        yield
+    finally:
+        library.removeHandler(handler)
 
 
 class _Progress:
