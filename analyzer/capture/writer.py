@@ -17,8 +17,10 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
   last whole line on disk, held in memory (up to `hold_bytes`) and written again every
   `_RETRY_S`, so a disk that fills and then frees space costs no record. It is said at once on
   the `analyzer.capture` logger (an error), and so is the recovery (a warning). What outgrows
-  the hold, or is still held at close, is given up: counted in `dropped`, said with its cause,
-  and a `seq` gap on disk; `lost` tells the caller (the proxy then exits 1).
+  the hold, or is still held at close, is given up: counted in `dropped`, said with its cause;
+  `lost` tells the caller (the proxy then exits 1). What is held is always the tail of the
+  run's `seq`, so giving it up takes its numbers back: like a record dropped at the queue, it
+  leaves no gap, and `dropped` alone says it (one loss, counted once by the reader).
 - Every batch is written with `os.write` as soon as it is drained, so SIGKILL (the kernel keeps
   the page cache) loses only what was still queued; `fdatasync` (power loss) runs at most every
   `flush_interval_s` while data is unsynced, and at rotation and close.
@@ -515,6 +517,9 @@ class CaptureWriter:
         """Drop the held lines: counted in `dropped` and `lost`, said with their cause."""
         count = self._held_submitted
         self._lost += count  # not `_dropped`: the caller's thread writes that one
+        held = self._held
+        self._seq = int(held[len(b'{"seq":') : held.index(b",")])  # the first line's
+        self._file_records -= held.count(b"\n")
         self._held, self._held_submitted = b"", 0
         log.error(
             "capture lost %d record(s) that could not be written to %s (%s; %s)",
