@@ -22,9 +22,12 @@ new one is written. An entry is built in a `.tmp-*` folder and renamed into plac
 so a reader never sees half an entry. An entry is read only when its parts are exactly those its
 manifest lists, each with its SHA-256: Parquet reads a part damaged in place without complaint,
 as other values. A part an earlier analysis hashed is not hashed again unless written to since
-(`digests`). A damaged entry is set aside (a `.tmp-*` folder, swept later), a warning names it,
-and the input is parsed again. When the folder is not writable, a private temporary folder is
-used instead and removed at exit: no cache, same result.
+(`digests`): damage that keeps a file's inode, size and mtime (bit rot) is found only when
+reading it fails, and then `read_through` runs the analysis again with every part hashed in
+full. A damaged entry is set aside (a `.tmp-*` folder, swept later), a warning names it, and the
+input is parsed again. When the folder is not writable, or writing to it fails (a full disk, the
+folder deleted meanwhile), a private temporary folder is used instead and removed at exit: no
+cache, same result, and a warning says so.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -61,6 +64,7 @@ __all__ = [
     "file_digest",
     "find_entry",
     "input_key",
+    "read_through",
     "sweep",
 ]
 
@@ -77,6 +81,7 @@ _SETTLED_NS = 2_000_000_000
 # found (2: the manifest lists each part's SHA-256).
 _ENTRY_FORMAT = 2
 _STALE_TMP_S = 3600
+_PROBE_BYTES = 64 * 1024
 NORMALIZING_CODE: Final = (
     "canonical.py",
     "capture/framing.py",
@@ -96,6 +101,8 @@ NORMALIZING_CODE: Final = (
 their source is in the key, so a parser fix heals cached captures by itself, as a change to the
 timeline's code does its stored frames (`analyzer.timeline.stored`)."""
 _temp_dirs: list[str] = []
+# Set by `read_through` after a read from the cache failed: hash every part in full.
+_distrust_stamps = False
 
 
 def _remove_temp_dirs() -> None:
@@ -217,7 +224,7 @@ def digests(directory: Path) -> dict[str, str]:
     """
     parts = sorted(directory.glob("*.parquet"))
     stamps = {p.name: _stamp(p) for p in parts}  # before hashing: a later write changes them
-    known = _remembered(directory)
+    known = {} if _distrust_stamps else _remembered(directory)
     found = {p.name: known[p.name][3] for p in parts if known.get(p.name, [])[:3] == stamps[p.name]}
     todo = [p for p in parts if p.name not in found]
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -286,6 +293,53 @@ def _damage(directory: Path, manifest: dict[str, Any]) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _hashing_in_full() -> Iterator[None]:
+    global _distrust_stamps
+    before, _distrust_stamps = _distrust_stamps, True
+    try:
+        yield
+    finally:
+        _distrust_stamps = before
+
+
+def read_through[T](load: Callable[[bool], T], *, use_cache: bool = True) -> T:
+    """`load(use_cache)`, that reads inputs through the cache; when reading the cache fails
+    (a part damaged where its stamps do not show it, the folder deleted meanwhile), once more
+    with every part hashed in full, so a damaged entry is set aside and parsed again, and at
+    last without the cache. A warning says each retry; a failure without the cache is raised."""
+    if not use_cache:
+        return load(False)
+    try:
+        return load(True)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        if not _of_the_cache(e):
+            raise
+        log.warning("reading the cache failed (%s): checking it in full", _one_line(e))
+    try:
+        with _hashing_in_full():
+            return load(True)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        if not _of_the_cache(e):
+            raise
+        log.warning("reading the cache failed again (%s): reading without it", _one_line(e))
+    return load(False)
+
+
+def _of_the_cache(error: OSError | pl.exceptions.PolarsError) -> bool:
+    """Whether a failure may come from the cache: a Polars error (reading a Parquet part says
+    not which file), or an OSError on a file inside a cache folder. An input that cannot be
+    read is not retried: it fails in one line at once."""
+    if isinstance(error, OSError):
+        return CACHE_DIR in Path(str(error.filename or "")).parts
+    return True
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def _set_aside(root: Path, directory: Path) -> None:
     """Move a damaged entry out of the way (a `.tmp-*` name: swept later), so that its input's
     new entry can take its place; an analysis still reading it keeps its open files."""
@@ -351,6 +405,23 @@ class EntryBuilder:
 
     def abandon(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def trouble(self) -> str | None:
+        """Why the cache folder cannot take more (gone, full, read-only), or None when a 64 KiB
+        file can still be written there (or no cache folder is used): after a failed parse,
+        whether the cache or the input is to blame."""
+        if self.root is None:
+            return None
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".tmp-probe-", dir=self.root)
+            try:
+                os.write(fd, bytes(_PROBE_BYTES))
+            finally:
+                os.close(fd)
+                os.unlink(probe)
+        except OSError as e:
+            return e.strerror or str(e)
+        return None
 
 
 def build_entry(path: Path, key: str, *, use_cache: bool = True) -> EntryBuilder:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import os
 import socket
+import stat
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from analyzer import __version__
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -68,6 +73,30 @@ def _upstream(value: str) -> str:
     return origin if port is None else f"{origin}:{port}"
 
 
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: may resolve anywhere
+
+
+def writable_by_others(folder: Path) -> bool:
+    """Whether users other than the owner may create or replace files in `folder` (group or
+    world write, without the sticky bit that would keep them to their own files)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and bool(mode & 0o022) and not mode & stat.S_ISVTX
+
+
+def _warn(text: str) -> None:
+    print(f"seamwatch: warning: {text}", file=sys.stderr, flush=True)
+
+
 def _check_listen(host: str, port: int) -> None:
     """UsageError when the proxy could not listen on host:port (in use, no such address).
 
@@ -98,8 +127,18 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     from analyzer.capture.writer import CaptureError, prepare_capture_dir
 
     host, port = args.listen
-    _check_listen(host, port)
+    if not is_loopback(host):
+        _warn(
+            f"the proxy listens on {host}, not loopback: anyone who can reach this address can "
+            f"send requests through it to {args.upstream}, and they are recorded"
+        )
     out = Path(args.out)
+    if writable_by_others(out.expanduser()):
+        _warn(
+            f"--out {out} is writable by other users: they can add or replace capture files "
+            "that analyze will merge with this capture"
+        )
+    _check_listen(host, port)
     try:
         # Before the proxy listens: one line instead of mitmproxy's traceback and exit 1.
         prepare_capture_dir(out.expanduser())
@@ -158,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find where MCP Streamable HTTP streams break and resume badly.",
     )
     parser.add_argument("--version", action="version", version=f"seamwatch {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error (exit 3), print its traceback on stderr",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("proxy", help="record traffic to an MCP server (reverse proxy)")
@@ -258,7 +302,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug: exit 3, never 1 ("findings") and never a bare traceback
+        _internal_error(e, debug=args.debug, out=getattr(args, "out", None))
+        return EXIT_INTERNAL
     return code
+
+
+def _internal_error(error: Exception, *, debug: bool, out: str | None) -> None:
+    """Say in one line what failed and where; the traceback goes to a file (or, `--debug`,
+    to stderr) so CI can tell a broken tool (exit 3) from a failed check (exit 1)."""
+    text = "".join(traceback.format_exception(error))
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    first = (str(error).strip().splitlines() or [""])[0]
+    what = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    if debug:
+        sys.stderr.write(text)
+        told = "traceback above"
+    else:
+        path = _traceback_file(text, out)
+        told = f"traceback in {path}" if path else "rerun with --debug for the traceback"
+    print(f"seamwatch: internal error: {what}{where}; {told}", file=sys.stderr)
+
+
+def _traceback_file(text: str, out: str | None) -> Path | None:
+    """Write a traceback beside the report (`--out`), else in the temporary folder; its path,
+    or None when neither can take it."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    candidates = [Path(out).parent] if out else []
+    candidates.append(Path(tempfile.gettempdir()))
+    for folder in candidates:
+        path = folder / f"seamwatch-error-{stamp}-{os.getpid()}.txt"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+    return None
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import polars as pl
 import streamlit as st
 
 import analyzer.detectors as detectors
+from analyzer.cache import read_through
 from analyzer.ingest import input_kind
 from analyzer.ingest.jsonl import capture_files
 from analyzer.ingest.tail import CaptureTail
@@ -98,7 +99,14 @@ def signature(source: Source) -> Signature:
 def _timeline(source: Source, sig: Signature) -> Timeline:
     """The analyzer's timeline of this state of the input (lazy scans of its Parquet cache)."""
     del sig  # the cache key only: load_timeline re-checks sizes and mtimes itself
-    return load_timeline(list(source))
+    # Through the cache as `seamwatch analyze` reads it: a damaged entry is parsed again.
+    return read_through(lambda cache: load_timeline(list(source), cache=cache))
+
+
+def check_readable(source: Source, sig: Signature) -> None:
+    """Read the inputs (or find them read): `analyzer.ingest.IngestError` when one cannot be,
+    such as a damaged dump with no readable flow, before a page draws anything."""
+    _timeline(source, sig)
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the detectors…")

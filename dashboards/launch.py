@@ -3,14 +3,14 @@
 The server binds to loopback unless `--address` says otherwise (which prints a warning), sends
 no usage statistics, shows visitors no exception details or external help links, keeps XSRF
 protection and CORS on, accepts only loopback `Host` names when bound to loopback (DNS
-rebinding), does not watch or rerun the app's source, hides the developer toolbar, and opens no
-browser. The input paths reach the app through `SOURCE_ENV` (a JSON list), not argv: `AppTest`
-runs the app in the test process, whose argv is pytest's.
+rebinding), does not watch or rerun the app's source, hides the developer toolbar, opens no
+browser and makes no outbound connection (`dashboards.serve`). The input paths reach the app
+through `SOURCE_ENV` (a JSON list), not argv: `AppTest` runs the app in the test process, whose
+argv is pytest's.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import subprocess
@@ -18,6 +18,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
+
+from analyzer.cli import is_loopback
 
 __all__ = [
     "APP",
@@ -40,16 +42,6 @@ APP: Final = Path(__file__).resolve().parent / "app.py"
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 
 
-def is_loopback(address: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if address.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: may resolve anywhere
-
-
 def command(*, port: int, address: str) -> list[str]:
     """The `streamlit run` command line with the secure flags (see the module docstring)."""
     flags = {
@@ -66,7 +58,9 @@ def command(*, port: int, address: str) -> list[str]:
         "client.showErrorLinks": "false",
         "client.toolbarMode": "viewer",
     }
-    argv = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    # Through `dashboards.serve`: Streamlit's lookups of this machine's addresses contact the
+    # internet (-P: nothing from the current folder is imported).
+    argv = [sys.executable, "-P", "-m", "dashboards.serve", "run", str(APP)]
     for name, value in flags.items():
         argv += [f"--{name}", value]
     if is_loopback(address):

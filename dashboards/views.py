@@ -46,6 +46,8 @@ def require_source() -> tuple[data.Source, data.Signature]:
         st.stop()
     try:
         sig = data.signature(source)
+        if sig:
+            data.check_readable(source, sig)
     except IngestError as e:
         st.warning("The input has nothing to read yet (or cannot be read):")
         text(str(e))

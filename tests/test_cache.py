@@ -11,11 +11,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from analyzer import cache
 from analyzer.cache import CACHE_DIR, build_entry, find_entry, input_key
+from tests.support.disk import fill, small_disk
 
 
 def _file(tmp_path: Path, name: str = "c.jsonl", data: bytes = b"x\n") -> Path:
@@ -328,3 +330,109 @@ def test_digests_when_their_record_cannot_be_written(tmp_path: Path) -> None:
     assert cache.digests(folder) == expected
     assert cache.digests(folder) == expected
     assert sorted(p.name for p in folder.iterdir()) == ["a.parquet", "b.parquet", cache.VERIFIED]
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
+
+
+def _capture(folder: Path) -> Path:
+    """A real capture (a lab scenario's) in `folder`, made for the test."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in FIXTURE.glob("*.jsonl"):
+        shutil.copy(f, folder / f.name)
+    return folder
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> tuple[int, Any]:
+    """`seamwatch analyze --format json`: its exit code and report; what it said on stderr is
+    kept in `_said`."""
+    from analyzer.cli import main
+
+    code = main(["analyze", "--format", "json", *more, str(path)])
+    out, err = capsys.readouterr()
+    _said[:] = err.splitlines()
+    return code, json.loads(out)
+
+
+_said: list[str] = []
+
+
+def _rot(part: Path) -> None:
+    """Damage a file in place as bit rot does: inode, size and mtime unchanged."""
+    st = part.stat()
+    with part.open("r+b") as fh:
+        fh.seek(4)
+        fh.write(b"\xff" * 64)
+    os.utime(part, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert part.stat().st_ino == st.st_ino and part.stat().st_size == st.st_size
+
+
+def test_bit_rot_the_stamps_hide_is_set_aside_when_reading_fails(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(cache, "_SETTLED_NS", 0)  # remember digests at once, not after 2 s
+    folder = _capture(tmp_path / "cap")
+    expected = _analyze(folder, capsys)
+    assert _analyze(folder, capsys) == expected  # from the cache: verified.json is written
+    (entry,) = (p for p in (folder / CACHE_DIR).iterdir() if not p.name.startswith("."))
+    for stored in entry.glob("timeline-*"):
+        shutil.rmtree(stored)  # so that the normalized parts themselves are read
+    (flows,) = entry.glob("flows-*.parquet")
+    _rot(flows)
+    caplog.clear()
+    assert _analyze(folder, capsys) == expected
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said[0].startswith("reading the cache failed (parquet: ")
+    assert said[0].endswith("): checking it in full")
+    assert said[1].endswith(f"({flows.name} does not match its SHA-256): parsing again")
+    assert [p.name[:13] for p in (folder / CACHE_DIR).iterdir() if p.name.startswith(".")] == [
+        ".tmp-damaged-"
+    ]
+
+
+def test_a_full_disk_while_caching_falls_back_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    here = _capture(tmp_path / "here")
+    expected = json.dumps(_analyze(here, capsys, "--no-cache")).replace(str(here), "CAP")
+    with small_disk(tmp_path / "disk", "256k") as disk:
+        folder = _capture(disk / "cap")
+        fill(disk)
+        caplog.clear()
+        assert json.dumps(_analyze(folder, capsys)).replace(str(folder), "CAP") == expected
+    (said,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == (
+        f"{folder}: cannot write the cache in {folder / CACHE_DIR} (No space left on device): "
+        "reading without it"
+    )
+    assert _said == [f"seamwatch: warning: {said}"]  # one line on stderr
+
+
+def test_the_cache_deleted_while_an_analysis_parses_is_parsed_around(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from analyzer.report.run import load_timeline
+
+    folder = _capture(tmp_path / "cap")
+    expected = _analyze(folder, capsys, "--no-cache")
+    shutil.rmtree(folder / CACHE_DIR, ignore_errors=True)
+
+    def delete_the_cache(path: str, done: int, total: int) -> None:
+        shutil.rmtree(folder / CACHE_DIR, ignore_errors=True)  # "may be deleted at any time"
+
+    timeline = load_timeline(
+        [folder],
+        replica_header=None,
+        client_header=None,
+        use_cache=True,
+        on_progress=delete_the_cache,
+    )
+    assert [i.records for i in timeline.inputs] == [i["records"] for i in expected[1]["inputs"]]
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == [
+        f"{folder}: cannot write the cache in {folder / CACHE_DIR} (No such file or directory): "
+        "reading without it"
+    ]

@@ -162,3 +162,97 @@ def test_an_unusable_out_is_one_line_and_exit_2_before_the_proxy_starts(
         assert (done.returncode, done.stdout) == (2, ""), done.stderr
         assert done.stderr.startswith(line) and done.stderr.count("\n") == 1, done.stderr
     assert list(locked_dir.iterdir()) == []
+
+
+def _crash_in_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug where no input can reach: the report writer raises."""
+    from analyzer.report import run
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("report writer broke")
+
+    monkeypatch.setattr(run, "build_report", broken)
+
+
+def _capture(tmp_path: Path) -> Path:
+    """A one-line capture that reads cleanly."""
+    path = tmp_path / "c.jsonl"
+    path.write_text(
+        '{"seq":0,"kind":"capture_open","ts_ns":1,"mono_ns":1,"file_index":0,"schema":"1.2",'
+        '"run_id":"r","tool_version":"t","mitmproxy_version":"m"}\n'
+    )
+    return path
+
+
+def test_an_internal_error_exits_3_with_one_line_and_a_traceback_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _crash_in_report(monkeypatch)
+    out = tmp_path / "reports" / "r.json"
+    out.parent.mkdir()
+    code = main(
+        ["analyze", "--no-cache", "--format", "json", "--out", str(out), str(_capture(tmp_path))]
+    )
+    err = capsys.readouterr().err
+    assert code == 3  # not 1: CI must tell a broken tool from a failed check
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("seamwatch: internal error: RuntimeError: report writer broke at ")
+    written = list(out.parent.glob("seamwatch-error-*.txt"))
+    assert len(written) == 1 and f"traceback in {written[0]}" in err
+    assert "Traceback" in written[0].read_text() and "report writer broke" in written[0].read_text()
+    assert stat.S_IMODE(written[0].stat().st_mode) == 0o600
+
+
+def test_debug_prints_the_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _crash_in_report(monkeypatch)
+    assert main(["--debug", "analyze", "--no-cache", str(_capture(tmp_path))]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith("; traceback above\n")
+
+
+def test_the_proxy_warns_on_a_listen_address_that_is_not_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the proxy stops there, exit 2.
+    code = main(
+        [
+            *("proxy", "--upstream", "http://127.0.0.1:1"),
+            *("--listen", "192.0.2.1:18080", "--out", str(tmp_path / "cap")),
+        ]
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[0] == (
+        "seamwatch: warning: the proxy listens on 192.0.2.1, not loopback: anyone who can reach "
+        "this address can send requests through it to http://127.0.0.1:1, and they are recorded"
+    )
+    assert err[1].startswith("seamwatch: cannot listen on 192.0.2.1:18080")
+
+
+@pytest.mark.parametrize(("mode", "warned"), [(0o777, True), (0o1777, False), (0o755, False)])
+def test_the_proxy_warns_on_an_out_folder_others_can_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: int, warned: bool
+) -> None:
+    out = tmp_path / "shared"
+    out.mkdir()
+    os.chmod(out, mode)
+    with socket.socket() as taken:  # the proxy stops at the port in use: nothing starts
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(
+            [
+                *("proxy", "--upstream", "http://127.0.0.1:1"),
+                *("--listen", f"127.0.0.1:{port}", "--out", str(out)),
+            ]
+        )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and err[-1].endswith("address in use")
+    warning = (
+        f"seamwatch: warning: --out {out} is writable by other users: they can add or replace "
+        "capture files that analyze will merge with this capture"
+    )
+    assert (warning in err) is warned

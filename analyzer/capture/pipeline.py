@@ -24,6 +24,10 @@ Secrets cross the pipe in memory, between two processes of the same user, and ar
 before anything reaches disk. The worker exits when the pipe closes; if the proxy died without
 saying goodbye, it writes no `capture_close`, so readers see an unclean stop.
 
+The worker's own messages (a write that failed, and its recovery) go straight to the stderr it
+shares with the proxy, at once; when records were given up it exits with `EXIT_RECORDS_LOST`,
+which the proxy reports as an error at close (the capture is incomplete: exit 1).
+
 If the worker dies first, the proxy keeps forwarding (capture never breaks traffic) but says so
 at once, as an error on the `analyzer.capture` logger, and again at close with the number of
 records it could not record since. It does not start another worker: the flows in progress
@@ -72,6 +76,8 @@ _READ_SIZE = 1 << 20
 # Linux: a 1 MiB pipe holds a shipment at full rate, so the sender rarely waits on the worker.
 _F_SETPIPE_SZ = 1031
 _PIPE_SIZE = 1 << 20
+# The worker's exit status when its writer gave records up after failed writes.
+EXIT_RECORDS_LOST = 3
 
 Item = tuple[Any, ...]
 
@@ -323,6 +329,12 @@ class CaptureClient:
                 self._out_dir,
                 self.unrecorded,
             )
+        elif self._proc.returncode == EXIT_RECORDS_LOST:
+            log.error(
+                "capture in %s is incomplete: records that could not be written were lost "
+                "(counted in its capture_stats as dropped)",
+                self._out_dir,
+            )
 
 
 def _exit_text(code: int | None) -> str:
@@ -334,6 +346,17 @@ def _exit_text(code: int | None) -> str:
             return f"killed by {signal.Signals(-code).name}"
         return f"killed by signal {-code}"
     return f"exit {code}"
+
+
+class _SayOnStderr(logging.Handler):
+    """The worker's capture messages on the stderr it shares with the proxy, as the proxy's
+    own: one `seamwatch:` line each, at once."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"seamwatch: {record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
 
 
 class _Worker:
@@ -446,7 +469,8 @@ class _Worker:
         elif kind == "unreachable":
             self.recorder.server_unreachable(item[2], item[3], at=at)
 
-    def finish(self, *, clean: bool) -> None:
+    def finish(self, *, clean: bool) -> int:
+        """Close the capture; the worker's exit status (`EXIT_RECORDS_LOST` after a loss)."""
         for tap in self.taps.values():
             tap.end("open_at_shutdown")
         self.taps.clear()
@@ -454,6 +478,7 @@ class _Worker:
             self.writer.close()
         else:
             self.writer.abandon()
+        return EXIT_RECORDS_LOST if self.writer.lost else 0
 
 
 def main() -> int:
@@ -466,6 +491,9 @@ def main() -> int:
     # queued, bounded, in the proxy) and catches up when the traffic lets it.
     with contextlib.suppress(OSError):
         os.nice(10)
+    capture_log = logging.getLogger("analyzer.capture")
+    capture_log.addHandler(_SayOnStderr(logging.WARNING))
+    capture_log.propagate = False
     stdin, stdout = sys.stdin.fileno(), sys.stdout
     config = _read_frame(stdin)
     if config is None:
@@ -491,15 +519,13 @@ def main() -> int:
             return 1
         buf = buf[used:]
         if worker.closed:
-            worker.finish(clean=True)
-            return 0
+            return worker.finish(clean=True)
         # Write what was recorded; wait for input no longer than the next sync is due.
         while not poll.poll(worker.writer.pump() * 1000 + 1):
             pass
         data = os.read(stdin, _READ_SIZE)
         if not data:  # the proxy died without a goodbye; a torn last frame is dropped
-            worker.finish(clean=False)
-            return 0
+            return worker.finish(clean=False)
         buf += data  # the unparsed rest is at most a frame
 
 

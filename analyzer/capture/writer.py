@@ -9,10 +9,18 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
   after the queue (a failed write, counted in `addon_errors`).
 - Counters cover submitted records only: `seen` (every `submit`), `written` (those that reached
   the file before the `capture_stats`/`capture_close` that reports them), `dropped` (queue full,
-  or submitted after `close`). The writer's own records (`capture_open`, `capture_stats`,
-  `capture_close`) count in none, so after a clean close `seen == written + dropped + lost`,
-  where `lost` are records a failing disk swallowed. `addon_errors` adds the addon's
-  `count_error` calls to the writer's own errors (bad record, repaired surrogates, failed I/O).
+  submitted after `close`, or given up after failed writes). The writer's own records
+  (`capture_open`, `capture_stats`, `capture_close`) count in none, so after a clean close
+  `seen == written + dropped`. `addon_errors` adds the addon's `count_error` calls to the
+  writer's own errors (bad record, repaired surrogates, failed I/O).
+- A failed write (ENOSPC, EIO, EROFS, ...) loses nothing at once: the batch is cut back to its
+  last whole line on disk, held in memory (up to `hold_bytes`) and written again every
+  `_RETRY_S`, so a disk that fills and then frees space costs no record. It is said at once on
+  the `analyzer.capture` logger (an error), and so is the recovery (a warning). What outgrows
+  the hold, or is still held at close, is given up: counted in `dropped`, said with its cause;
+  `lost` tells the caller (the proxy then exits 1). What is held is always the tail of the
+  run's `seq`, so giving it up takes its numbers back: like a record dropped at the queue, it
+  leaves no gap, and `dropped` alone says it (one loss, counted once by the reader).
 - Every batch is written with `os.write` as soon as it is drained, so SIGKILL (the kernel keeps
   the page cache) loses only what was still queued; `fdatasync` (power loss) runs at most every
   `flush_interval_s` while data is unsynced, and at rotation and close.
@@ -63,6 +71,8 @@ _RESERVED = frozenset({"kind", "seq", "ts_ns", "mono_ns", "file_index"})
 # Records per write: bounds the memory of one batch and the time between two writes.
 _DRAIN_PAUSE_S = 0.02
 _BATCH_MAX = 4096
+# How often records held after a failed write are tried again.
+_RETRY_S = 0.5
 _CLOSE: Final = object()
 _FALLBACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -88,6 +98,7 @@ class CaptureWriter:
         flush_interval_s: float = 0.2,
         stats_interval_s: float = 5.0,
         close_timeout_s: float = 60.0,
+        hold_bytes: int = 32 * 2**20,
     ) -> None:
         if rotate_bytes < 1 or queue_max < 1:
             raise ValueError("rotate_bytes and queue_max must be positive")
@@ -114,6 +125,7 @@ class CaptureWriter:
         self._flush_interval = flush_interval_s
         self._stats_interval = stats_interval_s
         self._close_timeout = close_timeout_s
+        self._hold_bytes = hold_bytes
         # SimpleQueue is C and lock-light; its bound is the qsize check in submit.
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -142,6 +154,14 @@ class CaptureWriter:
         self._pending_submitted = 0
         self._unsynced = False  # written but not yet fdatasync'ed, since _dirty_since
         self._dirty_since = 0.0
+        # After a failed write: the lines not on disk, oldest first, and how many submitted
+        # records they hold; why the last write failed, and since when.
+        self._held = b""
+        self._held_submitted = 0
+        self._failing: str | None = None
+        self._failing_since = 0.0
+        self._lost = 0  # submitted records given up after failed writes (in `dropped` too)
+        self._open_pending = False  # `_pending[0]` is the capture_open of a file just opened
 
     # -- the caller's side ------------------------------------------------------------------
 
@@ -217,12 +237,17 @@ class CaptureWriter:
         self._redacted += n
 
     @property
+    def lost(self) -> int:
+        """Records given up after failed writes (ENOSPC, EIO, ...), counted in `dropped` too."""
+        return self._lost
+
+    @property
     def counters(self) -> dict[str, int]:
         """seen, written, dropped, redacted, addon_errors, as `records.Counters`."""
         return {
             "seen": self._seen,
             "written": self._written,
-            "dropped": self._dropped,
+            "dropped": self._dropped + self._lost,
             "redacted": self._redacted,
             "addon_errors": self._addon_errors + self._writer_errors,
         }
@@ -285,6 +310,8 @@ class CaptureWriter:
         due = self._stats_due
         if self._unsynced:
             due = min(due, self._dirty_since + self._flush_interval)
+        if self._held:
+            due = min(due, now + _RETRY_S)
         return max(0.0, due - now)
 
     # -- the writer's side ------------------------------------------------------------------
@@ -312,6 +339,8 @@ class CaptureWriter:
                 due = stats_due
                 if self._unsynced:
                     due = min(due, self._dirty_since + self._flush_interval)
+                if self._held:
+                    due = min(due, now + _RETRY_S)
                 with contextlib.suppress(empty):
                     item = get(timeout=max(0.0, due - now))
             if self._fd < 0:
@@ -345,6 +374,11 @@ class CaptureWriter:
         self._finish()
 
     def _finish(self) -> None:
+        self._write_pending()
+        if self._held:
+            # Still failing at close: give the held records up, so the few bytes of the last
+            # counters may still fit and tell the reader what was lost.
+            self._give_up("the capture was closed")
         self._add_own("capture_stats")
         if not self._unclean:
             self._add_own("capture_close")
@@ -420,31 +454,80 @@ class CaptureWriter:
         self._file_records += 1
 
     def _write_pending(self) -> None:
-        if not self._pending:
+        """Write what is held after a failed write, then what is pending, in seq order."""
+        if not self._pending and not self._held:
             return
-        data = b"".join(self._pending)
-        submitted = self._pending_submitted
-        self._pending.clear()
+        if self._fd < 0 and self._failing is not None:
+            self._reopen()  # a file that could not be created then may be now
+        pending = self._pending
+        if self._open_pending:  # a new file's capture_open goes first, before what is held
+            data = pending[0] + self._held + b"".join(pending[1:])
+        else:
+            data = self._held + b"".join(pending)
+        held = self._held_submitted
+        submitted = held + self._pending_submitted
+        self._pending = []
         self._pending_size = 0
         self._pending_submitted = 0
+        self._held, self._held_submitted = b"", 0
+        self._open_pending = False
         try:
             if self._fd < 0:
                 raise OSError("no capture file open")
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
-        except OSError:
+        except OSError as e:
             self._writer_errors += 1
             # Cut a torn write back to the last whole line, so the next batch starts clean.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
                 os.lseek(self._fd, self._size, os.SEEK_SET)
+            self._hold(data, submitted, e)
             return
         self._size += len(data)
         self._written += submitted
+        if self._failing is not None and held:  # (none held: all given up, said then)
+            log.warning(
+                "capture writing to %s again after %.1f s: %d held record(s) written",
+                self._path,
+                time.monotonic() - self._failing_since,
+                held,
+            )
+        self._failing = None
         if not self._unsynced:
             self._unsynced = True
             self._dirty_since = time.monotonic()
+
+    def _hold(self, data: bytes, submitted: int, error: OSError) -> None:
+        """Keep lines a write failed to take, to try again; say so when the trouble starts."""
+        self._held, self._held_submitted = data, submitted
+        if self._failing is None:
+            self._failing = _reason(error)
+            self._failing_since = time.monotonic()
+            log.error(
+                "cannot write the capture file %s: %s; holding records in memory, retrying",
+                self._path,
+                self._failing,
+            )
+        if len(data) > self._hold_bytes:
+            self._give_up(f"more than {self._hold_bytes} bytes held")
+
+    def _give_up(self, why: str) -> None:
+        """Drop the held lines: counted in `dropped` and `lost`, said with their cause."""
+        count = self._held_submitted
+        self._lost += count  # not `_dropped`: the caller's thread writes that one
+        held = self._held
+        self._seq = int(held[len(b'{"seq":') : held.index(b",")])  # the first line's
+        self._file_records -= held.count(b"\n")
+        self._held, self._held_submitted = b"", 0
+        log.error(
+            "capture lost %d record(s) that could not be written to %s (%s; %s)",
+            count,
+            self._path,
+            self._failing,
+            why,
+        )
 
     def _sync(self) -> None:
         self._unsynced = False
@@ -467,8 +550,9 @@ class CaptureWriter:
         if body is not None:
             line = _with_seq(self._seq, body[1:])
             self._seq += 1
-            self._pending.append(line)
+            self._pending.insert(0, line)
             self._pending_size += len(line)
+            self._open_pending = True
         _sync_dir(self.out_dir)
 
     def _close_file(self) -> None:
@@ -486,6 +570,8 @@ class CaptureWriter:
         self._fd = -1
 
     def _rotate(self) -> None:
+        if self._held:
+            return  # the disk refuses this file's lines: a new file would put them out of order
         self._close_file()
         self._reopen()
 

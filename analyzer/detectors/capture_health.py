@@ -1,11 +1,15 @@
 """How complete the capture is: lost or skipped records, reader warnings, open streams.
 
-Flags an input whose reader lost records or skipped them (torn or corrupt lines, `seq` gaps,
-records the addon dropped, an unclean stop, stream bodies a dump did not keep; low: a finding
-may be missing or spurious where records are missing), or that only carries notes (a BOM, a
-newer schema minor, duplicates; info), and each session with HTTP responses still open when the
-capture stopped (info: their losses are not judged). What to change: stop the proxy cleanly
-after the traffic under test ends, and give the capture writer disk and queue room.
+Flags an input whose capture lost records (`seq` gaps, records the writer dropped at a full
+queue or a failed write; high: loss is what this tool exists to expose, DESIGN.md §6), whose
+reader skipped records (torn or corrupt lines, an unclean stop, stream bodies a dump did not
+keep, a damaged dump; low: a finding may be missing or spurious where records are missing), or
+that only carries notes (a BOM, a newer schema minor, duplicates; info), and each session with
+HTTP responses still open when the capture stopped (info: their losses are not judged), and
+each session with JSON-RPC messages nested too deeply to read (low: a `tools/call` among them,
+its arguments past what can be canonicalized, is missing from the tool calls, so
+`repeated-tool-call` cannot judge it). What to change: stop the proxy cleanly after the traffic
+under test ends, and give the capture writer disk and queue room.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detectors import Detector
-from analyzer.findings import Severity, finding_rows
+from analyzer.findings import SEVERITY_DTYPE, Severity, finding_rows
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -39,8 +43,11 @@ LOSSES: Final = frozenset(
         "har_missing_text",
         "har_bad_entry",
         "mitm_bad_flow",
+        "mitm_damaged",
     }
 )
+#: Of those, the kinds that say the capture itself lost records of the traffic: high.
+RECORDS_LOST: Final = frozenset({"seq_gap", "writer_dropped"})
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -56,9 +63,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         lines += [f"- {warning}" for warning in report.warnings]
         if lost:
             lines.append("Findings may be missing or spurious where records are missing.")
+        if RECORDS_LOST.intersection(lost):
+            severity = Severity.HIGH
+        else:
+            severity = Severity.LOW if lost or report.skipped else Severity.INFO
         inputs.append(
             {
-                "severity": Severity.LOW if lost or report.skipped else Severity.INFO,
+                "severity": severity,
                 "title": f"{name}: " + "; ".join(report.warnings or ("records skipped",)),
                 "detail": "\n".join(lines),
                 # The file name and damage kinds, never the path or counts: the same capture
@@ -96,7 +107,42 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             "last_ts",
         )
     )
-    return pl.concat([finding_rows(inputs), open_at_shutdown], how="diagonal_relaxed")
+    return pl.concat(
+        [finding_rows(inputs), open_at_shutdown, _too_deep(timeline)], how="diagonal_relaxed"
+    )
+
+
+def _too_deep(timeline: Timeline) -> pl.LazyFrame:
+    """Per session, the messages the JSON-RPC classifier could not read for their nesting."""
+    return (
+        timeline.messages.filter(pl.col("reason") == "too-deep")
+        .join(
+            timeline.exchanges.select("flow_id", "era").unique("flow_id"), on="flow_id", how="left"
+        )
+        .group_by("session_id")
+        .agg(
+            pl.col("era").sort_by("ts", "seq").first(),
+            pl.col("flow_id").sort_by("ts", "seq").unique(maintain_order=True).alias("flow_ids"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .select(
+            pl.col("session_id").alias("session"),
+            "era",
+            pl.lit(Severity.LOW.value, SEVERITY_DTYPE).alias("severity"),
+            pl.format(
+                "{} message(s) nested too deeply to read", pl.col("flow_ids").list.len()
+            ).alias("title"),
+            pl.lit(
+                "These JSON-RPC messages nest deeper than can be parsed or canonicalized: a "
+                "tools/call among them is missing from the tool calls, so a repeated call "
+                "cannot be judged. Flatten the arguments, or look at these flows by hand."
+            ).alias("detail"),
+            "flow_ids",
+            "first_ts",
+            "last_ts",
+        )
+    )
 
 
 DETECTOR: Final[Detector] = Detector(

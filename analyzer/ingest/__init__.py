@@ -8,6 +8,8 @@ are turned into the same records a capture holds, so everything downstream is sh
 
 from __future__ import annotations
 
+import logging
+import stat
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -17,15 +19,18 @@ from pathlib import Path
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.cache import CacheEntry, build_entry, find_entry, input_key
+from analyzer.cache import CacheEntry, EntryBuilder, build_entry, find_entry, input_key
 from analyzer.ingest.common import (
     IngestError,
     InputReport,
     UnreadableInput,
     UnsupportedSchema,
     describe_counts,
+    os_reason,
 )
 from analyzer.ingest.jsonl import capture_files, is_capture_file
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "IngestError",
@@ -40,6 +45,9 @@ __all__ = [
 
 def input_kind(path: Path) -> str:
     """capture, mitm or har: by the name, else by the first bytes."""
+    odd = _special_file(path)
+    if odd is not None:
+        raise UnreadableInput(f"{path}: {odd}, not a file or folder of captures")
     if path.is_dir() or is_capture_file(path):
         return "capture"
     if not path.is_file():
@@ -53,12 +61,30 @@ def input_kind(path: Path) -> str:
         with path.open("rb") as fh:
             head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     if head.startswith(b"{"):
         return "capture" if b'"kind"' in head.split(b"\n", 1)[0] else "har"
     if head[:1].isdigit():
         return "mitm"  # tnetstring: "<length>:"
     raise UnreadableInput(f"{path}: not a seamwatch capture, mitmproxy dump or HAR file")
+
+
+def _special_file(path: Path) -> str | None:
+    """What `path` is when it exists but is neither a regular file nor a folder (a FIFO would
+    block the reader; a device or socket holds no capture)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -138,7 +164,7 @@ def read_inputs(
         try:
             key = input_key(kind, files, replica_header=replica_header, client_header=client_header)
         except OSError as e:
-            raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+            raise UnreadableInput(os_reason(path, e)) from e
         entry = find_entry(path, key) if cache else None
         if entry is None:
             progress = None
@@ -193,15 +219,35 @@ def _parse(
     workers: int | None,
     progress: Callable[[int, int], None] | None,
 ) -> CacheEntry:
+    def read(builder: EntryBuilder) -> CacheEntry:
+        try:
+            report = _read(
+                path, kind, builder.directory, replica_header, client_header, workers, progress
+            )
+            return builder.commit(_manifest(report))
+        except BaseException:
+            builder.abandon()
+            raise
+
     builder = build_entry(path, key, use_cache=cache)
+    if builder.root is None:
+        return read(builder)
     try:
-        report = _read(
-            path, kind, builder.directory, replica_header, client_header, workers, progress
-        )
-    except BaseException:
-        builder.abandon()
-        raise
-    manifest = {
+        return read(builder)
+    except (OSError, pl.exceptions.PolarsError, IngestError):
+        trouble = builder.trouble()
+        if trouble is None:
+            raise  # the cache could take more: the input is to blame
+    # Writing the cache failed (a full disk, the folder deleted meanwhile): parse again into a
+    # private temporary folder, as when the folder is not writable at all.
+    log.warning(
+        "%s: cannot write the cache in %s (%s): reading without it", path, builder.root, trouble
+    )
+    return read(build_entry(path, key, use_cache=False))
+
+
+def _manifest(report: InputReport) -> dict[str, object]:
+    return {
         "report": {
             "path": report.path,
             "kind": report.kind,
@@ -211,7 +257,6 @@ def _parse(
             "files": list(report.files),
         }
     }
-    return builder.commit(manifest)
 
 
 def _read(

@@ -28,6 +28,7 @@ __all__ = [
     "describe_counts",
     "finished_report",
     "normalize_to_parts",
+    "os_reason",
     "paused_gc",
 ]
 
@@ -81,6 +82,15 @@ class IngestError(Exception):
     """Root of ingest errors: an input that cannot be analyzed at all (the CLI exits 2)."""
 
 
+def os_reason(path: Path, error: OSError) -> str:
+    """`path: reason` for an input that failed to read, naming the file inside it that failed
+    when that is another one (a capture file of a folder, a part of the cache)."""
+    reason = error.strerror or str(error)
+    if error.filename is not None and str(error.filename) != str(path):
+        return f"{path}: {error.filename}: {reason}"
+    return f"{path}: {reason}"
+
+
 class UnreadableInput(IngestError):
     """A path that does not exist, cannot be read, or is no capture, dump or HAR file."""
 
@@ -109,7 +119,7 @@ DAMAGE: Mapping[str, str] = {
     "missing_open": "file(s) without capture_open",
     "chunk_gap": "chunk record(s) missing within responses",
     "late_record": "record(s) after their stream's end skipped",
-    "writer_dropped": "record(s) dropped by the capture writer (queue full)",
+    "writer_dropped": "record(s) dropped by the capture writer (queue full or failed write)",
     "addon_errors": "capture addon error(s)",
     "server_unreachable": "connection(s) to the upstream failed",
     "newer_minor": "file(s) of a newer schema minor version (unknown fields ignored)",
@@ -118,6 +128,7 @@ DAMAGE: Mapping[str, str] = {
     "har_missing_text": "response content(s) without text in the HAR",
     "har_bad_entry": "HAR entry(ies) skipped (malformed)",
     "mitm_bad_flow": "dump flow(s) skipped (unreadable)",
+    "mitm_damaged": "dump damaged: the rest after the last readable flow skipped",
     "empty_input": "input(s) without any HTTP flow (empty)",
 }
 

@@ -30,6 +30,7 @@ from analyzer.ingest.common import (
     UnreadableInput,
     finished_report,
     normalize_to_parts,
+    os_reason,
 )
 from analyzer.ingest.jsonl import record_problem
 from analyzer.normalize import json_number
@@ -288,7 +289,7 @@ def read_har(
         meter = HalfMeter(len(raw), progress)
         har = json.loads(raw)
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     except ValueError as e:
         raise UnreadableInput(f"{path}: not a HAR file ({e})") from e
     except RecursionError as e:

@@ -40,6 +40,7 @@ from analyzer.ingest.common import (
     UnreadableInput,
     UnsupportedSchema,
     describe_counts,
+    os_reason,
     paused_gc,
 )
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
@@ -656,7 +657,7 @@ def read_capture(
     try:
         files = _plan(capture_files(path), counts)
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     total = sum(f.size for f in files)
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if total >= PARALLEL_MIN_BYTES else 1
@@ -678,7 +679,7 @@ def read_capture(
     try:
         results = _run(tasks, out_dir, on_bytes)
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     if progress is not None:
         progress(total, total)
     records = 0
@@ -694,6 +695,9 @@ def read_capture(
             counts["missing_close"] += 1
         counts["writer_dropped"] += max(run.dropped for run in runs)
         counts["addon_errors"] += max(run.addon_errors for run in runs)
+    if not records and not any(str(f.path).endswith(".partial") for f in files):
+        # (a `.partial` may be a capture whose first line is still being written)
+        raise UnreadableInput(f"no capture records in {path}")
     clean = {key: n for key, n in sorted(counts.items()) if n}
     return InputReport(
         path=str(path),

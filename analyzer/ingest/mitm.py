@@ -5,14 +5,23 @@ request, a response, its body as one chunk when it is an event stream (timed at 
 response: a dump keeps no per-event times), and a stream_end. A body mitmproxy streamed through
 (`stream_large_bodies`, or an addon setting `flow.response.stream`) is not in the dump: such a
 response is marked `body_missing` and counted in the input's warnings.
+
+A dump is hostile input: mitmproxy's reader trusts a frame's length prefix (`99999999999:`
+asks for 100 GB) and recurses once per nesting level. So each tnetstring frame is cut here
+first, its length checked against the bytes the file still holds and its nesting walked
+without recursion to a bounded depth, and only a frame that passes is handed to mitmproxy.
+A frame that is well cut but is no flow is skipped (`mitm_bad_flow`); damage to the framing
+itself ends the read there (`mitm_damaged`), keeping every flow before it. A file with no
+readable flow at all is `UnreadableInput`.
 """
 
 from __future__ import annotations
 
+import io as stdio
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Final
 
 from analyzer.capture.framing import (
     DEFAULT_DECODE_CAP,
@@ -29,12 +38,24 @@ from analyzer.ingest.common import (
     UnreadableInput,
     finished_report,
     normalize_to_parts,
+    os_reason,
 )
 from analyzer.ingest.jsonl import record_problem
 from analyzer.records import body_from_bytes
 from analyzer.schema import INT64_END
 
-__all__ = ["read_mitm"]
+__all__ = ["FrameError", "check_frame", "read_mitm"]
+
+#: Containers nested deeper than this are damage: a flow's state nests about six levels.
+MAX_DEPTH: Final = 64
+# tnetstring's own bound on a length prefix (`tnetstring.load`).
+_MAX_PREFIX_DIGITS: Final = 12
+_CONTAINERS: Final = frozenset(b"}]")
+_SCALARS: Final = frozenset(b",;#^!~")
+
+
+class FrameError(ValueError):
+    """A tnetstring frame that cannot be cut or walked safely: the dump is damaged there."""
 
 
 def _ns(seconds: float | None, fallback: int) -> int:
@@ -144,28 +165,111 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
     yield make.make("stream_end", ended, flow=flow_id, how=how, error=end_error)
 
 
-def _records(
-    path: Path, counts: Counter[str], progress: Progress | None = None
-) -> Iterator[dict[str, Any]]:
+def check_frame(frame: bytes, max_depth: int = MAX_DEPTH) -> None:
+    """FrameError unless `frame` is exactly one tnetstring whose every length stays inside its
+    container and whose containers nest at most `max_depth` deep; walked without recursion."""
+    ends: list[int] = []  # where the data of each open container ends (its type tag)
+    pos, size = 0, len(frame)
+    while True:
+        limit = ends[-1] if ends else size
+        if pos == limit:
+            if not ends:
+                return
+            ends.pop()
+            pos += 1  # past the container's type tag
+            continue
+        if not ends and pos:
+            raise FrameError(f"bytes after the frame at {pos}")
+        colon = frame.find(b":", pos, min(limit, pos + _MAX_PREFIX_DIGITS + 1))
+        if colon <= pos or not frame[pos:colon].isdigit():
+            raise FrameError(f"no length prefix at byte {pos}")
+        tag_at = colon + 1 + int(frame[pos:colon])
+        if tag_at >= limit:
+            raise FrameError(f"a length at byte {pos} runs past its container")
+        tag = frame[tag_at]
+        if tag in _CONTAINERS:
+            if len(ends) >= max_depth:
+                raise FrameError(f"nested deeper than {max_depth} levels")
+            ends.append(tag_at)
+            pos = colon + 1
+        elif tag in _SCALARS:
+            pos = tag_at + 1
+        else:
+            raise FrameError(f"unknown type tag {tag:#x} at byte {tag_at}")
+
+
+def _next_frame(fh: BinaryIO, remaining: int) -> bytes | None:
+    """The next whole tnetstring frame of the dump, None at its end; FrameError when its
+    length prefix is missing, or asks for more bytes than the file still holds."""
+    digits = b""
+    c = fh.read(1)
+    if not c:
+        return None
+    while c.isdigit() and len(digits) <= _MAX_PREFIX_DIGITS:
+        digits += c
+        c = fh.read(1)
+    if c != b":" or not digits or len(digits) > _MAX_PREFIX_DIGITS:
+        raise FrameError("no length prefix")
+    length = int(digits)
+    if length + 1 > remaining - len(digits) - 1:
+        raise FrameError(f"a frame of {length} bytes where {remaining} remain")
+    body = fh.read(length + 1)
+    if len(body) < length + 1:
+        raise FrameError("the file ended inside a frame")
+    frame = digits + b":" + body
+    check_frame(frame)
+    return frame
+
+
+def _read_flows(
+    path: Path, fh: BinaryIO, counts: Counter[str], meter: HalfMeter
+) -> list[tuple[Any, int]]:
+    """The dump's HTTP flows with the bytes each took, in file order; damage counted."""
     from mitmproxy import http, io
     from mitmproxy.exceptions import FlowReadException
 
-    make = RecordMaker()
+    size = path.stat().st_size
+    head = fh.read(4)
+    fh.seek(0)
+    if head.startswith((b"{", b"\xef\xbb\xbf{")):
+        # mitmproxy reads a HAR given as a dump (as JSON: depth-safe, it fails cleanly).
+        try:
+            return [(f, 0) for f in io.FlowReader(fh).stream() if isinstance(f, http.HTTPFlow)]
+        except FlowReadException as e:
+            raise UnreadableInput(f"{path}: not a mitmproxy dump ({e})") from e
     flows: list[tuple[Any, int]] = []  # (flow, the bytes it took in the dump)
+    before = 0
+    while True:
+        try:
+            frame = _next_frame(fh, size - before)
+        except FrameError as e:
+            if not flows:
+                raise UnreadableInput(f"{path}: not a mitmproxy dump ({e} at byte {before})") from e
+            counts["mitm_damaged"] += 1  # the rest cannot be framed: keep what came before
+            break
+        if frame is None:
+            break
+        after = before + len(frame)
+        try:
+            loaded = list(io.FlowReader(stdio.BytesIO(frame)).stream())
+        except Exception:  # a well-cut frame that is no flow: mitmproxy may raise anything
+            counts["mitm_bad_flow"] += 1
+        else:
+            flows += [(f, after - before) for f in loaded if isinstance(f, http.HTTPFlow)]
+        meter.read(after)
+        before = after
+    if counts["mitm_bad_flow"] and not flows:
+        raise UnreadableInput(f"{path}: not a mitmproxy dump (no readable flow)")
+    return flows
+
+
+def _records(
+    path: Path, counts: Counter[str], progress: Progress | None = None
+) -> Iterator[dict[str, Any]]:
+    make = RecordMaker()
     meter = HalfMeter(path.stat().st_size, progress)
     with path.open("rb") as fh:
-        try:
-            before = 0
-            for flow in io.FlowReader(fh).stream():
-                after = fh.tell()
-                if isinstance(flow, http.HTTPFlow):
-                    flows.append((flow, after - before))
-                meter.read(after)
-                before = after
-        except FlowReadException as e:
-            if not flows:
-                raise UnreadableInput(f"{path}: not a mitmproxy dump ({e})") from e
-            counts["mitm_bad_flow"] += 1  # a torn tail: keep what was read
+        flows = _read_flows(path, fh, counts, meter)
     if not flows:
         counts["empty_input"] += 1  # an empty file, or one holding no HTTP flow
     flows.sort(key=lambda item: _started(item[0]))
@@ -173,7 +277,7 @@ def _records(
         meter.handled(size)
         try:
             records = list(_flow_records(flow, make, counts))
-        except (AttributeError, TypeError, ValueError, OverflowError):
+        except Exception:  # a state mitmproxy accepted but no flow we can read: skip it alone
             counts["mitm_bad_flow"] += 1
             continue
         # What reaches the tables passes the capture records' check: times and status in
@@ -207,6 +311,6 @@ def read_mitm(
             client_header=client_header,
         )
     except OSError as e:
-        raise UnreadableInput(f"{path}: {e.strerror or e}") from e
+        raise UnreadableInput(os_reason(path, e)) from e
     counts.update(normalized)
     return finished_report(path, "mitm", records, counts)

@@ -1,7 +1,8 @@
 """`seamwatch analyze`: inputs -> timeline -> detectors -> report, and the exit code (§6).
 
 Exit codes: 0 when no finding is at or above `--fail-on` (default medium; `none` never fails),
-1 when one is, 2 for bad usage or unreadable input (`UsageError`, a one-line reason on stderr).
+1 when one is, 2 for bad usage or unreadable input (`UsageError`, a one-line reason on stderr),
+3 for an internal error (`analyzer.cli.main` says what failed and where its traceback went).
 Damaged input that can still be read (a torn tail, corrupt lines) is not exit 2: the reader
 reports it and `capture-health` turns it into findings.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import polars as pl
 
 from analyzer import SeamwatchError
-from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
 from analyzer.detectors import (
     ConfigError,
     Detector,
@@ -75,12 +77,13 @@ def analyze_command(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
+        _name_files_others_could_plant(path)
     _check_out(args.out)
 
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
     # 10M events); the folder lives as long as the analysis.
     scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix("spill"))
-    with _progress() as progress, scratch as spill:
+    with _progress() as progress, scratch as spill, _warnings_on_stderr():
         progress.step("reading inputs")
         timeline = load_timeline(
             paths,
@@ -121,21 +124,44 @@ def load_timeline(
 ) -> Timeline:
     """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
     # The one place that knows the ingest and timeline entry points.
+    from analyzer.cache import read_through
     from analyzer.ingest import IngestError
     from analyzer.timeline import load_timeline as read_timeline
 
-    try:
+    def load(cache: bool) -> Timeline:
         return read_timeline(
             paths,
             replica_header=replica_header,
             client_header=client_header,
-            cache=use_cache,
+            cache=cache,
             on_progress=on_progress,
             on_step=on_step,
             spill_dir=spill_dir,
         )
+
+    try:
+        return read_through(load, use_cache=use_cache)
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(_one_line(e)) from None
+
+
+def _name_files_others_could_plant(path: Path) -> None:
+    """Warn, naming each file merged from it, when a capture folder is writable by others: any
+    of them may have planted or replaced one."""
+    from analyzer.ingest import IngestError, input_kind
+    from analyzer.ingest.jsonl import capture_files
+
+    if not path.is_dir() or not writable_by_others(path):
+        return
+    try:
+        names = [f.name for f in capture_files(path)] if input_kind(path) == "capture" else []
+    except (IngestError, OSError):
+        return  # said as an error when the folder is read
+    print(
+        f"seamwatch: warning: {path} is writable by other users; merging from it: "
+        + ", ".join(names),
+        file=sys.stderr,
+    )
 
 
 def build_report(
@@ -239,6 +265,28 @@ def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     else:
         raise UsageError(f"unknown format {fmt!r}")
     stream.write(render(report))
+
+
+class _Warning(logging.Handler):
+    """The library's warnings (a damaged cache entry set aside, a cache that could not be
+    written) as one `seamwatch: warning:` line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(f"seamwatch: warning: {record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _warnings_on_stderr() -> Iterator[None]:
+    library = logging.getLogger("analyzer")
+    handler = _Warning(logging.WARNING)
+    library.addHandler(handler)
+    try:
+        yield
+    finally:
+        library.removeHandler(handler)
 
 
 class _Progress:

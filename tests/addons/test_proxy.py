@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ from mitmproxy.net import server_spec
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
 from analyzer.cli import build_parser
+from tests.support.disk import small_disk
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, wait_port
 
@@ -193,3 +195,89 @@ def test_a_dead_worker_is_one_line_at_once_then_a_count_and_exit_1(tmp_path: Pat
         f"seamwatch: capture in {out} is incomplete: 9 records after the worker died were "
         "not recorded",
     ]
+
+
+@pytest.mark.timeout(120)
+def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path: Path) -> None:
+    """The real proxy capturing to a real 1 MiB filesystem: it fills (said at once), frees
+    space (the held records are written, said), fills for good (what is still held at close
+    is given up, counted in `dropped`, said) and the proxy exits 1; the analysis rates the
+    loss high, so the default gate fails. Every request passes throughout."""
+    port, err = free_port(), tmp_path / "stderr"
+    body = b"x" * 60_000
+    with small_disk(tmp_path / "disk", "1m") as disk, Origin() as origin, err.open("wb") as e:
+        out = disk / "cap"
+        filler = disk / "filler"
+        filler.write_bytes(bytes(600_000))
+        origin.scripts["/mcp"] = Script(writes=[b"{}"], chunked=False)
+        cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", origin.url]
+        cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(out)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=e)
+        try:
+            wait_port(port, proc)
+            full = "seamwatch: cannot write the capture file "
+            with httpx.Client(timeout=10) as client:
+
+                def post(n: int) -> None:
+                    for _ in range(n):
+                        assert (
+                            client.post(f"http://127.0.0.1:{port}/mcp", content=body).text == "{}"
+                        )
+
+                post(12)  # ~720 KB of bodies where ~400 KB are free
+                _wait_for(lambda: full in err.read_text())
+                assert proc.poll() is None  # said at once, while the proxy runs
+                filler.unlink()  # room again: what was held is written
+                _wait_for(lambda: "again after" in err.read_text())
+                post(28)  # ~1.7 MB more: the disk fills for good
+                _wait_for(lambda: err.read_text().count(full) == 2)
+        finally:
+            code = _stop(proc, signal.SIGINT)
+        said = err.read_text().splitlines()[1:]
+        records = read_records(out)
+        analyzed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "analyzer.cli",
+                "analyze",
+                "--no-cache",
+                "--format=json",
+                str(out),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert code == 1
+    assert [line.split(" ", 3)[:3] for line in said] == [
+        ["seamwatch:", "cannot", "write"],
+        ["seamwatch:", "capture", "writing"],
+        ["seamwatch:", "cannot", "write"],
+        ["seamwatch:", "capture", "lost"],
+        ["seamwatch:", "capture", "in"],
+    ]
+    assert said[1].endswith("held record(s) written") and " 0 held" not in said[1]
+    assert said[3].endswith("(No space left on device; the capture was closed)")
+    assert said[4] == (
+        f"seamwatch: capture in {out} is incomplete: records that could not be written were "
+        "lost (counted in its capture_stats as dropped)"
+    )
+    lost = int(said[3].split()[3])
+    final = records[-1]
+    assert final["kind"] == "capture_close" and final["dropped"] == lost > 0
+    assert final["seen"] == final["written"] + final["dropped"]
+    # What reached disk: whole records in seq order; the loss is in dropped alone.
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    requests = sum(r["kind"] == "request" for r in records)
+    print(
+        f"full disk: seen {final['seen']}, written {final['written']}, lost {lost}, "
+        f"requests on disk {requests} of 40"
+    )
+    assert analyzed.returncode == 1, analyzed.stderr
+    report = json.loads(analyzed.stdout)
+    health = [f for f in report["findings"] if f["detector"] == "capture-health"]
+    assert [f["severity"] for f in health] == ["high"]
+    assert f"{lost} record(s) dropped by the capture writer" in health[0]["title"]
+    assert "gaps in seq" not in health[0]["title"]

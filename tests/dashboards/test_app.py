@@ -426,3 +426,18 @@ def test_the_picked_finding_stays_picked_when_the_filters_change(
     at.multiselect(key="f_detector").set_value(others).run()
     no_exception(at)
     assert at.subheader[0].value == at.dataframe[0].value["detector"][0]
+
+
+@pytest.mark.parametrize("page", [None, FINDINGS_PAGE, TIMELINE_PAGE])
+def test_an_unreadable_dump_is_one_line_on_every_page(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: str | None
+) -> None:
+    dump = tmp_path / "x.mitm"
+    dump.write_bytes(b"99999999999:")  # a 100 GB length prefix: was a MemoryError
+    at = run_page(make_app(monkeypatch, dump), page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert [w.value for w in at.warning] == [
+        "The input has nothing to read yet (or cannot be read):"
+    ]
+    said = f"{dump}: not a mitmproxy dump (a frame of 99999999999 bytes where 12 remain at byte 0)"
+    assert said in [t.value for t in at.text]

@@ -24,7 +24,7 @@ def flags(argv: list[str]) -> dict[str, list[str]]:
 
 def test_command_runs_the_app_with_secure_flags() -> None:
     argv = L.command(port=8765, address="127.0.0.1")
-    assert argv[:5] == [sys.executable, "-m", "streamlit", "run", str(L.APP)]
+    assert argv[:6] == [sys.executable, "-P", "-m", "dashboards.serve", "run", str(L.APP)]
     got = flags(argv)
     assert got == {
         "server.address": ["127.0.0.1"],

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import polars as pl
 import pytest
 
+from analyzer import schema as S
 from analyzer.detectors import capture_health, run_detectors
 from analyzer.findings import FINDINGS_SCHEMA, fingerprint
 from analyzer.schema import EXCHANGES
+from tests.support.records import Capture, req, res
 
 T0_NS = 1_750_000_000_000_000_000
 
@@ -48,7 +51,9 @@ def flow(
 
 
 def timeline(inputs: tuple[Input, ...] = (), *flows: dict[str, object]) -> Any:
-    return SimpleNamespace(inputs=inputs, exchanges=exchanges(*flows))
+    return SimpleNamespace(
+        inputs=inputs, exchanges=exchanges(*flows), messages=S.empty(S.MESSAGES).lazy()
+    )
 
 
 def run(tl: Any) -> pl.DataFrame:
@@ -64,7 +69,11 @@ def test_clean_capture_has_no_finding() -> None:
     ("report", "severity"),
     [
         (Input("cap/run-1.jsonl.partial", skipped=1, counts={"torn_line": 1}), "low"),
-        (Input("cap", counts={"seq_gap": 3}, warnings=("3 record(s) missing",)), "low"),
+        # Records the capture lost (a full disk, a full queue): high, so the default gate fails.
+        (Input("cap", counts={"seq_gap": 3}, warnings=("3 record(s) missing",)), "high"),
+        (Input("cap", counts={"writer_dropped": 7}, warnings=("7 dropped",)), "high"),
+        # Near miss: addon errors alone (a repaired surrogate) lose no record.
+        (Input("cap", counts={"addon_errors": 1}, warnings=("1 addon error",)), "low"),
         (Input("cap", counts={"missing_close": 1}, warnings=("1 unclean stop",)), "low"),
         (Input("cap", counts={"undecoded_body": 2}, warnings=("2 not decoded",)), "low"),
         (
@@ -117,3 +126,48 @@ def test_streams_open_at_shutdown_one_info_finding_per_session() -> None:
 def test_module_row() -> None:
     assert capture_health.DETECTOR.id == "capture-health"
     assert capture_health.DETECTOR.thresholds == {}
+
+
+def _tool_call_capture(folder: Path, depth: int) -> Path:
+    """A session whose one tools/call carries arguments nested `depth` lists deep."""
+    c = Capture().open()
+    init = c.request(headers={}, body=req("initialize", 0, protocolVersion="2025-06-18"))
+    c.response(init, headers={"mcp-session-id": "S"}, body=res(0, protocolVersion="2025-06-18"))
+    c.end(init)
+    nested = "[" * depth + "]" * depth
+    call = c.request(
+        headers={"mcp-session-id": "S"},
+        body=(
+            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay",'
+            f'"arguments":{{"a":{nested}}}}}}}'
+        ).encode(),
+    )
+    c.response(call, body=res(1, content=[]))
+    c.end(call)
+    c.close()
+    folder.mkdir()
+    (folder / "c.jsonl").write_bytes(b"\n".join(c.lines()) + b"\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("depth", "titles", "calls"),
+    [
+        (3000, ["1 message(s) nested too deeply to read"], 0),  # past what json can read
+        (1000, [], 1),  # near miss: deep, but read and canonicalized
+        (1, [], 1),  # clean
+    ],
+    ids=["too-deep", "deep", "flat"],
+)
+def test_tool_call_arguments_too_deep_to_read_are_reported(
+    tmp_path: Path, depth: int, titles: list[str], calls: int
+) -> None:
+    from analyzer.timeline import load_timeline
+
+    tl = load_timeline([_tool_call_capture(tmp_path / "cap", depth)], cache=False)
+    assert tl.tool_calls.collect().height == calls
+    got = run(tl)
+    assert got["title"].to_list() == titles
+    if titles:
+        assert got.row(0, named=True)["severity"] == "low"
+        assert got.row(0, named=True)["session"] == "mcp:S"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.ingest.common import DAMAGE, InputReport, PartWriter, describe_counts
+import pytest
+
+from analyzer.ingest.common import DAMAGE, InputReport, PartWriter, describe_counts, os_reason
 from analyzer.normalize import normalize_records
 from tests.support.records import Capture
 
@@ -39,3 +41,18 @@ def test_part_writer_writes_non_empty_tables_private(tmp_path: Path) -> None:
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["flows-x-00000.parquet"]
     assert (tmp_path / names[0]).stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            PermissionError(13, "Permission denied", "/cap/run-0000.jsonl"),
+            "/cap: /cap/run-0000.jsonl: Permission denied",
+        ),
+        (PermissionError(13, "Permission denied", "/cap"), "/cap: Permission denied"),
+        (OSError(5, "Input/output error"), "/cap: Input/output error"),
+    ],
+)
+def test_os_reason_names_the_file_that_failed(error: OSError, said: str) -> None:
+    assert os_reason(Path("/cap"), error) == said

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.har import read_har
@@ -214,3 +218,65 @@ def test_an_empty_har_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, _ = _analyze(tmp_path / "x.har", capsys)
     assert code == 0
     assert json.loads(out)["inputs"][0]["warnings"] == list(report.warnings)
+
+
+# --- fuzz: no exception but the documented one (UnreadableInput) ------------------------------
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20)
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_FIELDS = (
+    "startedDateTime", "time", "request", "response", "method", "url", "headers", "name",
+    "value", "status", "content", "text", "mimeType", "encoding", "_webSocketMessages",
+    "_eventSourceMessages", "timings", "serverIPAddress", "cookies",
+)  # fmt: skip
+
+
+def _mutated_entry(entry: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+    """A real entry with some of its fields, at any depth, replaced by arbitrary JSON."""
+    mutated: Any = json.loads(json.dumps(entry))
+    for _ in range(data.draw(st.integers(0, 4))):
+        node = mutated
+        while isinstance(node, dict) and node and data.draw(st.booleans()):
+            child = node[data.draw(st.sampled_from(sorted(node)))]
+            if not isinstance(child, dict):
+                break
+            node = child
+        if isinstance(node, dict):
+            node[data.draw(st.sampled_from(_FIELDS))] = data.draw(_JSON)
+    return dict(mutated) if isinstance(mutated, dict) else {}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzz_har_reader_raises_nothing_undocumented(tmp_path: Path, data: st.DataObject) -> None:
+    choice = data.draw(st.sampled_from(["bytes", "json", "entries"]))
+    if choice == "bytes":
+        raw = data.draw(st.binary(max_size=200))
+    elif choice == "json":
+        raw = json.dumps(data.draw(_JSON)).encode()
+    else:
+        entries = [
+            _mutated_entry(_entry(i % 10), data) for i in range(data.draw(st.integers(0, 3)))
+        ]
+        raw = json.dumps({"log": {"version": "1.2", "entries": entries}}).encode()
+    path = tmp_path / "fuzz.har"
+    path.write_bytes(raw)
+    out = tmp_path / "fuzz-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    with contextlib.suppress(UnreadableInput):  # documented: exit 2 in one line
+        read_har(path, out)

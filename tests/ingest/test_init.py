@@ -150,3 +150,30 @@ def test_timeline_from_records_in_memory_equals_the_one_from_disk(tmp_path: Path
     disk = load_timeline([_capture_dir(tmp_path)], cache=False)
     for name in ("exchanges", "streams", "incarnations", "resumptions", "tool_calls", "sessions"):
         assert getattr(memory, name).collect().equals(getattr(disk, name).collect()), name
+
+
+@pytest.mark.parametrize("name", ["cap.jsonl", "dump.mitm", "plain"])
+def test_a_fifo_is_called_what_it_is(tmp_path: Path, name: str) -> None:
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    with pytest.raises(UnreadableInput) as e:
+        input_kind(fifo)  # and returns at once: a reader would block on it
+    assert str(e.value) == f"{fifo}: a FIFO (named pipe), not a file or folder of captures"
+
+
+def test_permission_denied_names_the_file_of_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.ingest
+
+    folder = _capture_dir(tmp_path)
+    (denied,) = folder.glob("*.jsonl")
+
+    # Root reads any file, so the refusal an unprivileged user gets is raised as the OS would.
+    def refuse(kind: str, files: list[Path], **options: object) -> str:
+        raise PermissionError(13, "Permission denied", str(denied))
+
+    monkeypatch.setattr(analyzer.ingest, "input_key", refuse)
+    with pytest.raises(UnreadableInput) as e:
+        read_inputs([folder], cache=False)
+    assert str(e.value) == f"{folder}: {denied}: Permission denied"

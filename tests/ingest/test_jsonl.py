@@ -578,3 +578,17 @@ def test_damaged_integers_and_surrogates_through_the_cli(
     assert (code, err) == (0, "")
     warnings = json.loads(out)["inputs"][0]["warnings"]
     assert "2 malformed record(s) skipped" in warnings
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not json\n", b'{"a":1}\n', b'{"kind":"request","seq":"x"}\n'],
+    ids=["empty", "garbage", "not-a-record", "invalid-record"],
+)
+def test_a_file_without_any_valid_record_is_unreadable(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(UnreadableInput, match=f"^no capture records in {path}$"):
+        read_capture(path, out)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io as stdio
+import shutil
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.mitm import read_mitm
@@ -196,3 +201,154 @@ def test_a_json_answer_the_dump_holds_in_an_unknown_coding_is_a_gap(tmp_path: Pa
     report, flows = _read(tmp_path, [_encoded(flow, "compress", b'\x1f\x9d{"jsonrpc":"2.0"}')])
     assert report.counts == {"undecoded_body": 1}
     assert flows.row(0, named=True)["body_missing"] is True
+
+
+def _nested(depth: int) -> bytes:
+    """A tnetstring of `depth` lists, one inside the other."""
+    frame = b"0:~"
+    for _ in range(depth):
+        frame = b"%d:%b]" % (len(frame), frame)
+    return frame
+
+
+def _dump(tmp_path: Path, flows: list[Any], tail: bytes = b"") -> Path:
+    from mitmproxy import io
+
+    path = tmp_path / "d.mitm"
+    with path.open("wb") as fh:
+        writer = io.FlowWriter(fh)
+        for flow in flows:
+            writer.add(flow)
+        fh.write(tail)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        # A length prefix asking for 100 GB: mitmproxy's reader allocates it (MemoryError).
+        (b"99999999999:", "a frame of 99999999999 bytes where 12 remain"),
+        # 3,000 nested lists: mitmproxy's reader recurses once a level (RecursionError).
+        (_nested(3000), "nested deeper than 64 levels"),
+        (b"abc", "no length prefix"),
+        (b"3:abcX", "unknown type tag"),
+    ],
+)
+def test_a_hostile_dump_is_unreadable_in_one_line(
+    tmp_path: Path, content: bytes, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from analyzer import cli
+
+    path = tmp_path / "x.mitm"
+    path.write_bytes(content)
+    with pytest.raises(UnreadableInput, match=reason):
+        read_mitm(path, tmp_path)
+    assert cli.main(["analyze", "--no-cache", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"seamwatch: {path}: not a mitmproxy dump (") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"99999999999:",  # a huge length prefix (MemoryError in mitmproxy's reader)
+        b"garbage12byt",  # no length prefix at all
+        _nested(3000),  # too deep
+        b"5:hello",  # torn: the file ends inside a frame
+    ],
+)
+def test_damage_after_good_flows_keeps_them(tmp_path: Path, tail: bytes) -> None:
+    flows = [_flow(), _flow(), _flow()]
+    path = _dump(tmp_path, flows, tail)
+    out = tmp_path / "out"
+    out.mkdir()
+    report = read_mitm(path, out)
+    assert report.counts == {"mitm_damaged": 1}
+    assert report.warnings == ("1 dump damaged: the rest after the last readable flow skipped",)
+    kept = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
+    assert sorted(kept["flow_id"].to_list()) == sorted(str(f.id) for f in flows)
+
+
+def test_damage_is_a_capture_health_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _dump(tmp_path, [_flow()], b"99999999999:")
+    code, analyzed = _analyze(path, capsys)
+    assert code == 0  # the damage is low: the default gate is medium
+    health = [f for f in analyzed["findings"] if f["detector"] == "capture-health"]
+    assert [(f["severity"], f["title"]) for f in health] == [
+        ("low", "d.mitm: 1 dump damaged: the rest after the last readable flow skipped")
+    ]
+
+
+def test_a_frame_that_is_no_flow_is_skipped_alone(tmp_path: Path) -> None:
+    from mitmproxy.io import tnetstring
+
+    first, last = _flow(), _flow()
+    path = _dump(tmp_path, [first])
+    with path.open("ab") as fh:
+        fh.write(tnetstring.dumps({b"not": b"a flow"}))
+        from mitmproxy import io
+
+        io.FlowWriter(fh).add(last)
+    out = tmp_path / "out"
+    out.mkdir()
+    report = read_mitm(path, out)
+    assert report.counts == {"mitm_bad_flow": 1}
+    kept = pl.read_parquet(sorted(out.glob("flows-*.parquet")))
+    assert sorted(kept["flow_id"].to_list()) == sorted([str(first.id), str(last.id)])
+
+
+# --- fuzz: no exception but the documented one (UnreadableInput) ------------------------------
+
+
+def _valid_dump() -> bytes:
+    from mitmproxy import io
+
+    buffer = stdio.BytesIO()
+    writer = io.FlowWriter(buffer)
+    for _ in range(2):
+        writer.add(_flow())
+    return buffer.getvalue()
+
+
+_DUMP = _valid_dump()
+_TNETSTRINGISH = st.one_of(
+    st.from_regex(rb"\A[0-9]{1,13}:[\x00-\xff]{0,12}\Z"),
+    st.integers(1, 4000).map(_nested),
+    st.lists(
+        st.tuples(st.binary(max_size=6), st.sampled_from(list(b",;#^!~}]x"))).map(
+            lambda item: b"%d:%b%c" % (len(item[0]), item[0], item[1])
+        ),
+        max_size=5,
+    ).map(b"".join),
+)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzz_mitm_reader_raises_nothing_undocumented(tmp_path: Path, data: st.DataObject) -> None:
+    choice = data.draw(st.sampled_from(["bytes", "flipped", "cut", "appended", "framed"]))
+    if choice == "bytes":
+        raw = data.draw(st.binary(max_size=300))
+    elif choice == "flipped":  # a real dump with a few bytes changed anywhere
+        raw = bytearray(_DUMP)
+        for _ in range(data.draw(st.integers(1, 6))):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        raw = bytes(raw)
+    elif choice == "cut":
+        raw = _DUMP[: data.draw(st.integers(0, len(_DUMP)))]
+    elif choice == "appended":
+        raw = _DUMP + data.draw(st.binary(max_size=60))
+    else:  # tnetstring-shaped garbage: length prefixes of any size, nesting, any tags
+        head = data.draw(st.sampled_from([b"", _DUMP]))
+        raw = head + data.draw(_TNETSTRINGISH)
+    path = tmp_path / "fuzz.mitm"
+    path.write_bytes(raw)
+    out = tmp_path / "fuzz-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    with contextlib.suppress(UnreadableInput):  # documented: exit 2 in one line
+        read_mitm(path, out)

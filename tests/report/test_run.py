@@ -388,3 +388,27 @@ def test_progress_bar_on_a_terminal_and_nothing_off_it(tmp_path: Path) -> None:
     piped = subprocess.run(argv, capture_output=True, env=env, timeout=60, check=True)
     assert piped.stderr == b""
     assert piped.stdout == tty_run.stdout
+
+
+def test_analyze_names_the_files_it_merges_from_a_folder_others_can_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import shutil
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    source = Path(__file__).parents[1] / "fixtures" / "dashboard" / "round-robin-replicas"
+    (capture,) = (source / "capture").glob("*.jsonl")
+    shutil.copy(capture, folder / capture.name)
+    (folder / "planted.jsonl").write_bytes(capture.read_bytes())
+    os.chmod(folder, 0o777)
+    analyze(str(folder), "--no-cache", "--format", "json")
+    err = capsys.readouterr().err
+    assert err == (
+        f"seamwatch: warning: {folder} is writable by other users; merging from it: "
+        f"{capture.name}, planted.jsonl\n"
+    )
+    os.chmod(folder, 0o755)
+    analyze(str(folder), "--no-cache", "--format", "json")
+    assert capsys.readouterr().err == ""
