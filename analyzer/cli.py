@@ -133,6 +133,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return analyze_command(args)
 
 
+def _cmd_baseline_write(args: argparse.Namespace) -> int:
+    from analyzer.report.run import baseline_write_command
+
+    return baseline_write_command(args)
+
+
 def _cmd_lab(args: argparse.Namespace) -> int:
     from lab.cli import main as lab_main
 
@@ -149,6 +155,17 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     from dashboards.launch import launch
 
     return int(launch(args.paths, port=args.port, address=args.address))
+
+
+def _analysis_options(p: argparse.ArgumentParser) -> None:
+    """The options that decide what an analysis finds: one set for analyze, baseline write and
+    the dashboard, so each shows what the others report."""
+    p.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
+    p.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
+    p.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
+    p.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
+    p.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,13 +214,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SEVERITY|none",
         help="exit 1 when a finding is at or above this severity (default medium; none: never)",
     )
-    a.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
-    a.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
-    a.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
-    a.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
-    a.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
-    a.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    a.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="findings recorded in this baseline are reported as baselined, never failed on",
+    )
+    _analysis_options(a)
     a.set_defaults(func=_cmd_analyze)
+
+    b = sub.add_parser("baseline", help="accept today's findings, fail only on new ones")
+    b_sub = b.add_subparsers(dest="baseline_command", required=True, metavar="ACTION")
+    bw = b_sub.add_parser("write", help="record the current findings' fingerprints")
+    bw.add_argument("paths", nargs="+", metavar="PATH", help="inputs, as analyze takes them")
+    bw.add_argument("--out", required=True, metavar="FILE", help="the baseline file to write")
+    bw.add_argument("--reason", metavar="TEXT", help="why these findings are accepted")
+    _analysis_options(bw)
+    bw.set_defaults(func=_cmd_baseline_write)
 
     d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
     d.add_argument(
