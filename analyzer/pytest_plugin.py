@@ -222,8 +222,18 @@ def seamwatch_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
             "(or set seamwatch_upstream in the ini file)",
             pytrace=False,
         )
-    yield session.start_proxy()
-    session.stop_proxy()
+    try:
+        url = session.start_proxy()
+    except _ProxyFailed as e:
+        reason = f"seamwatch: the proxy did not start: {e}"
+    else:
+        yield url
+        session.stop_proxy()
+        return
+    # One line, and the session stops after this test; pytest.exit would do the same alone,
+    # but a pytest-xdist worker cannot end its session that way.
+    request.session.shouldstop = reason
+    pytest.fail(reason, pytrace=False)
 
 
 class _ProxyFailed(Exception):
@@ -277,14 +287,9 @@ class SeamwatchSession:
         return self.worker or "main"
 
     def start_proxy(self) -> str:
-        """Start the proxy (once) and return its URL; ends the session with one line when it
-        cannot start."""
-        if self.proxy is not None:
-            return self.proxy.url
-        try:
+        """Start the proxy (once) and return its URL; _ProxyFailed when it cannot start."""
+        if self.proxy is None:
             self.proxy = self._launch()
-        except _ProxyFailed as e:
-            pytest.exit(f"seamwatch: the proxy did not start: {e}", returncode=3)
         return self.proxy.url
 
     def _launch(self) -> _Proxy:
@@ -425,10 +430,11 @@ def _run_analysis(settings: Settings, runs: Sequence[_RecordedRun]) -> _Outcome:
         written.append(str(target))
 
     failing = at_or_above(report.new_findings, settings.fail_on)
+    threshold = settings.fail_on.value if settings.fail_on else "none"
     lines = [
-        f"capture: {', '.join(str(p) for p in paths)}; "
-        f"{report.findings.height} finding(s), {failing.height} failing"
-        + (f"; reports: {', '.join(written)}" if written else "")
+        f"capture: {', '.join(_shown(p) for p in paths)}; {report.findings.height} finding(s), "
+        f"{failing.height} at or above {threshold}"
+        + (f"; reports: {', '.join(_shown(Path(w)) for w in written)}" if written else "")
     ]
     lines += [
         f"{run.capture}: the proxy exited {run.proxy_exit}: its capture is incomplete"
@@ -453,7 +459,7 @@ def _finding_lines(
         return []
     by_capture = {str(run.capture): run.spans for run in runs}
     every_span = [span for run in runs for span in run.spans]
-    lines = [f"FAILED: {failing.height} finding(s) at or above the threshold:"]
+    lines = [f"FAILED: {failing.height} finding(s) fail the run:"]
     rows = failing.select(
         "detector",
         "severity",
@@ -472,6 +478,14 @@ def _finding_lines(
         where = f"during {test}" if test else "before any test"
         lines.append(f"  {row['detector']} [{row['severity']}] {row['title']} ({where})")
     return lines
+
+
+def _shown(path: Path) -> str:
+    """A path as the user finds it: relative to the working folder when under it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _free_port() -> int:
