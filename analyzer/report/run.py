@@ -286,7 +286,11 @@ def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     elif fmt == "junit":
         from analyzer.report.junit import render
     elif fmt == "sarif":
-        from analyzer.report.sarif import render
+        from analyzer.report import sarif
+
+        # Locations name the JSONL line of each finding's first flow: read from the captures.
+        stream.write(sarif.render(report, sarif.locate(report)))
+        return
     else:
         raise UsageError(f"unknown format {fmt!r}")
     stream.write(render(report))
