@@ -152,9 +152,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from analyzer.report.run import detector_options
     from dashboards.launch import launch
 
-    return int(launch(args.paths, port=args.port, address=args.address))
+    detector_options(args)  # a bad --only, --disable or --config: exit 2 before the server
+    options = {
+        name: getattr(args, name)
+        for name in ("config", "only", "disable", "replica_header", "client_header")
+        if getattr(args, name)
+    }
+    if args.no_cache:
+        options["no_cache"] = "true"
+    return int(launch(args.paths, port=args.port, address=args.address, options=options))
 
 
 def _analysis_options(p: argparse.ArgumentParser) -> None:
@@ -246,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="address to serve on (default 127.0.0.1; a non-loopback one warns: no login)",
     )
+    _analysis_options(d)
     d.set_defaults(func=_cmd_dashboard)
 
     # The lab parses its own arguments (lab/cli.py), `--help` included: see `main`.

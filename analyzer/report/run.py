@@ -49,6 +49,7 @@ __all__ = [
     "analyze_paths",
     "baseline_write_command",
     "build_report",
+    "detector_options",
     "exit_code",
     "parse_fail_on",
     "parse_ids",
@@ -108,14 +109,8 @@ def baseline_write_command(args: argparse.Namespace) -> int:
 
 def analyze_paths(args: argparse.Namespace, *, fail_on: Severity | None) -> Report:
     """Read the inputs `args.paths` with the analysis options and run the detectors chosen:
-    the report of `analyze`, `baseline write` and the dashboard's one set of options."""
-    only, disable = parse_ids(args.only), parse_ids(args.disable)
-    try:
-        # Usage errors first, before any input is read.
-        select_detectors(only=only, disable=disable)
-        config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
-    except ConfigError as e:
-        raise UsageError(_one_line(e)) from None
+    the report of `analyze` and `baseline write`."""
+    only, disable, config = detector_options(args)
     paths = [Path(p) for p in args.paths]
     for path in paths:
         if not path.exists():
@@ -148,6 +143,20 @@ def analyze_paths(args: argparse.Namespace, *, fail_on: Severity | None) -> Repo
         )
         progress.step("writing report")
         return build_report(timeline, findings, chosen, fail_on=fail_on)
+
+
+def detector_options(
+    args: argparse.Namespace,
+) -> tuple[list[str] | None, list[str] | None, DetectorConfig]:
+    """`--only`, `--disable` and `--config` read and checked (UsageError, before any input is
+    read): the part of the one set of analysis options that picks and tunes detectors."""
+    only, disable = parse_ids(args.only), parse_ids(args.disable)
+    try:
+        select_detectors(only=only, disable=disable)
+        config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
+    except ConfigError as e:
+        raise UsageError(_one_line(e)) from None
+    return only, disable, config
 
 
 def _read_baseline(path: str | None) -> Baseline | None:
