@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -131,13 +132,17 @@ def _summary(result: pytest.RunResult) -> str:
 
 @pytest.mark.timeout(SUITE_TIMEOUT_S + 30)
 def test_clean_suite_passes(pytester: pytest.Pytester, lab_server: str) -> None:
+    # The out folder and the formats from the ini file, the upstream from the command line.
+    pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nseamwatch_out = "staging-out"\nseamwatch_report = "json"\n'
+    )
     pytester.makepyfile(test_suite=CLEAN_TEST)
-    result = _run(pytester, "--seamwatch-upstream", lab_server, "--seamwatch-report", "json")
+    result = _run(pytester, "--seamwatch-upstream", lab_server)
     result.assert_outcomes(passed=1)
     assert result.ret == 0, result.stdout.str()
     summary = _summary(result)
     assert "0 at or above medium" in summary and "FAILED" not in summary
-    report = json.loads((pytester.path / "seamwatch-out" / "seamwatch.json").read_text())
+    report = json.loads((pytester.path / "staging-out" / "seamwatch.json").read_text())
     assert report["summary"]["tool_calls"] >= 2  # the traffic went through the proxy
     assert not [f for f in report["findings"] if f["severity"] in ("medium", "high")]
 
@@ -184,6 +189,17 @@ def test_without_upstream_the_plugin_does_nothing(pytester: pytest.Pytester) -> 
     assert result.ret == 0
     assert _summary(result) == ""
     assert not (pytester.path / "seamwatch-out").exists()
+    # The same output as with the plugin switched off, but for its name and the time taken.
+    without = _run(pytester, "-p", "no:seamwatch")
+    assert _comparable(result) == _comparable(without)
+
+
+def _comparable(result: pytest.RunResult) -> list[str]:
+    return [
+        re.sub(r" in [0-9.]+s", "", line)
+        for line in result.stdout.lines
+        if not line.startswith(("plugins:", "running:", "     in:"))
+    ]
 
 
 def test_nothing_starts_when_no_test_asks_for_the_proxy(pytester: pytest.Pytester) -> None:
