@@ -83,6 +83,13 @@ def test_only_findings_outside_the_baseline_fail(capture: Path) -> None:
     assert [f["fingerprint"] for f in new] == [dropped["fingerprint"]]
     assert report["baseline"]["new"] == 1
     assert report["baseline"]["fixed"] == [gone]
+    table = capture.parent / "report.txt"
+    argv = ["analyze", str(capture), "--baseline", str(baseline), "--out", str(table)]
+    assert main(argv) == 1
+    text = table.read_text()
+    assert "baseline: 6 baselined, 1 fixed" in text
+    assert f"  causal-gap {'0' * 16} fixed" in text.splitlines()
+    assert text.count("(baselined)") == 6
     # --fail-on above the new finding's severity: the baselined ones never count.
     assert _analyze(capture, "--baseline", str(baseline), "--fail-on", "high")[0] == 1
     assert _analyze(capture, "--baseline", str(baseline), "--fail-on", "none")[0] == 0

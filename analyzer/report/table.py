@@ -51,6 +51,11 @@ def write(report: Report, out: TextIO, *, terminal: bool | None = None) -> None:
     else:
         console.print("No findings.")
     console.print(Text(summary_line(report)), soft_wrap=True)
+    if report.baseline is not None and report.baseline.fixed:
+        console.print(Text(f"Fixed: no longer found, prune from {report.baseline.path}:"))
+        for entry in report.baseline.fixed:
+            line = f"  {entry.detector} {entry.fingerprint} {inert(entry.title)}"
+            console.print(Text(line), soft_wrap=True)
 
 
 def render(report: Report) -> str:
