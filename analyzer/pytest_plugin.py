@@ -475,7 +475,10 @@ def _finding_lines(
             if 0 <= index < len(report.inputs):
                 spans = by_capture.get(report.inputs[index].path, every_span)
         test = attribute(row["first_ns"], spans)
-        where = f"during {test}" if test else "before any test"
+        if test is not None:
+            where = f"during {test}"
+        else:
+            where = "no time known" if row["first_ns"] is None else "before the first test"
         lines.append(f"  {row['detector']} [{row['severity']}] {row['title']} ({where})")
     return lines
 
