@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.pytest_plugin import TestSpan, attribute
+from tests.support.sarif import assert_valid_sarif
 
 pytest_plugins = ("pytester",)
 
@@ -161,7 +162,12 @@ def test_a_call_resent_after_its_stream_broke_fails_naming_the_test(
     assert "[high]" in lines[0]
     assert lines[0].endswith("(during test_b_retry.py::test_charge_retried_after_break)")
     out = pytester.path / "seamwatch-out"
-    assert (out / "seamwatch.sarif").is_file()
+    sarif = json.loads((out / "seamwatch.sarif").read_text())
+    assert_valid_sarif(sarif)
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "repeated-tool-call"]
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"].startswith("seamwatch-out/capture/capture-")
+    assert location["region"]["startLine"] > 1
     report = json.loads((out / "seamwatch.json").read_text())
     repeated = [f for f in report["findings"] if f["detector"] == "repeated-tool-call"]
     assert [f["request_ids"] for f in repeated] == [["3", "4"]]

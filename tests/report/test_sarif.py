@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from analyzer.baseline import Baseline, BaselineEntry, apply_baseline
@@ -18,22 +16,10 @@ from analyzer.cli import main
 from analyzer.report import Report
 from analyzer.report import sarif as sarif_report
 from tests.support.report_sample import ROWS, make_report
+from tests.support.sarif import assert_valid_sarif
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-LAB_CAPTURE = FIXTURES / "dashboard" / "round-robin-replicas" / "capture"
-
-
-@cache
-def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads((FIXTURES / "sarif" / "sarif-schema-2.1.0.json").read_text())
-    # Not `check_schema`: this copy nests one `anyOf` (of region) under `properties`, which the
-    # metaschema rejects; validation reads it as a property named "anyOf", which SARIF lacks.
-    return jsonschema.validators.validator_for(schema)(schema)
-
-
-def assert_valid(data: dict[str, Any]) -> None:
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+LAB_CAPTURE = FIXTURES / "dashboard" / "round-robin-replicas"
 
 
 def log(report: Report) -> dict[str, Any]:
@@ -127,12 +113,12 @@ def test_the_schema_catches_a_broken_log(report: Report) -> None:
     broken = log(report)
     broken["runs"][0]["results"][0]["level"] = "fatal"
     with pytest.raises(AssertionError, match="level"):
-        assert_valid(broken)
+        assert_valid_sarif(broken)
 
 
 def test_hand_built_logs_are_valid(report: Report, empty_report: Report) -> None:
-    assert_valid(log(report))
-    assert_valid(log(empty_report))
+    assert_valid_sarif(log(report))
+    assert_valid_sarif(log(empty_report))
 
 
 def test_rules_carry_help_text(report: Report) -> None:
@@ -152,7 +138,7 @@ def _rows(n: int) -> list[dict[str, object]]:
 def test_results_are_capped_with_a_note() -> None:
     over = sarif_report.MAX_RESULTS + 2
     got = log(make_report(_rows(over)))
-    assert_valid(got)
+    assert_valid_sarif(got)
     run = got["runs"][0]
     assert len(run["results"]) == sarif_report.MAX_RESULTS
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
@@ -169,7 +155,7 @@ def test_baselined_results_are_unchanged_the_rest_new(report: Report) -> None:
     entry = BaselineEntry(first["fingerprint"], first["detector"], first["title"])
     outcome = apply_baseline(report.findings, Baseline((entry,)), path="b.json")
     got = log(report.with_baseline(outcome))
-    assert_valid(got)
+    assert_valid_sarif(got)
     states = [r["baselineState"] for r in got["runs"][0]["results"]]
     assert states == ["unchanged", "new", "new", "new"]
     assert "baselineState" not in log(report)["runs"][0]["results"][0]
@@ -180,7 +166,7 @@ def lab_capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of a real lab capture (round-robin replicas) under the working folder."""
     monkeypatch.chdir(tmp_path)
     target = tmp_path / "staging" / "capture"
-    shutil.copytree(LAB_CAPTURE, target)
+    shutil.copytree(LAB_CAPTURE / "capture", target)
     return target
 
 
@@ -190,7 +176,7 @@ def test_a_lab_capture_gives_a_valid_log_with_lines(lab_capture: Path) -> None:
     code = main(["analyze", str(lab_capture), "--format", "sarif", "--out", str(out)])
     assert code == 1
     got = json.loads(out.read_text())
-    assert_valid(got)
+    assert_valid_sarif(got)
     run = got["runs"][0]
     (capture_file,) = lab_capture.glob("capture-*.jsonl")
     relative = f"staging/capture/{capture_file.name}"
@@ -214,5 +200,5 @@ def test_a_clean_run_writes_empty_results(lab_capture: Path) -> None:
     code = main([*argv, "--only", "header-mismatch"])
     assert code == 0
     got = json.loads(out.read_text())
-    assert_valid(got)
+    assert_valid_sarif(got)
     assert got["runs"][0]["results"] == []
