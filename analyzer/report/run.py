@@ -82,7 +82,7 @@ def parse_ids(text: str | None) -> list[str] | None:
 def analyze_command(args: argparse.Namespace) -> int:
     """Run `seamwatch analyze` with parsed arguments; return the exit code."""
     fail_on = parse_fail_on(args.fail_on)
-    baseline = _read_baseline(getattr(args, "baseline", None))
+    baseline = _read_baseline(args.baseline)
     _check_out(args.out)
     report = analyze_paths(args, fail_on=fail_on)
     if baseline is not None:
