@@ -122,7 +122,8 @@ class Settings:
             upstream=value,
             out=root / (_setting(config, "seamwatch_out") or DEFAULT_OUT),
             fail_on=fail_on,
-            baseline=Path(baseline) if baseline else None,
+            # Absolute now: a test may change the working folder before the session ends.
+            baseline=Path(baseline).absolute() if baseline else None,
             replica_header=_setting(config, "seamwatch_replica_header") or None,
             reports=tuple(dict.fromkeys(reports)),
         )
@@ -407,7 +408,8 @@ def _run_analysis(settings: Settings, runs: Sequence[_RecordedRun]) -> _Outcome:
     from analyzer.scratch import scratch_prefix
 
     paths = [run.capture for run in runs]
-    baseline = load_baseline(settings.baseline) if settings.baseline else None
+    # Read first: a bad baseline fails before the analysis is paid for.
+    accepted = load_baseline(settings.baseline) if settings.baseline else None
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("spill")) as spill:
         timeline = load_timeline(
             paths,
@@ -420,8 +422,8 @@ def _run_analysis(settings: Settings, runs: Sequence[_RecordedRun]) -> _Outcome:
         findings = run_detectors(timeline)
         report = build_report(timeline, findings, chosen, fail_on=settings.fail_on)
     outcome: BaselineOutcome | None = None
-    if baseline is not None:
-        outcome = apply_baseline(report.findings, baseline, path=str(settings.baseline))
+    if accepted is not None and settings.baseline is not None:
+        outcome = apply_baseline(report.findings, accepted, path=_shown(settings.baseline))
         report = report.with_baseline(outcome)
     written = []
     for fmt in settings.reports:
@@ -444,7 +446,7 @@ def _run_analysis(settings: Settings, runs: Sequence[_RecordedRun]) -> _Outcome:
     lines += _finding_lines(report, failing, runs)
     if outcome is not None:
         lines.append(
-            f"baseline {settings.baseline}: {outcome.baselined.height} baselined, "
+            f"baseline {outcome.path}: {outcome.baselined.height} baselined, "
             f"{len(outcome.fixed)} fixed (no longer found: prune them)"
         )
         lines += [f"  fixed: {e.detector} {e.fingerprint} {e.title}" for e in outcome.fixed]
