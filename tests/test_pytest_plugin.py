@@ -247,7 +247,10 @@ def test_the_fixture_without_an_upstream_says_what_to_pass(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["*seamwatch_proxy needs an upstream: pass --seamwatch-upstream*"])
 
 
-@pytest.mark.parametrize("option", ["--seamwatch-fail-on=severe", "--seamwatch-report=pdf"])
+@pytest.mark.parametrize(
+    "option",
+    ["--seamwatch-fail-on=severe", "--seamwatch-report=pdf", "--seamwatch-baseline=absent.json"],
+)
 def test_bad_options_are_usage_errors(pytester: pytest.Pytester, option: str) -> None:
     pytester.makepyfile(test_plain=PLAIN_TEST)
     result = _run(pytester, "--seamwatch-upstream", "http://127.0.0.1:9", option)
