@@ -287,3 +287,24 @@ _SPANS = (TestSpan("t::a", 100, 200), TestSpan("t::b", 300, 400))
 )
 def test_attribute(first_ns: int | None, want: str | None) -> None:
     assert attribute(first_ns, _SPANS) == want
+
+
+def test_the_last_sessions_output_is_replaced_but_a_foreign_folder_kept(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_plain=PLAIN_TEST)
+    out = pytester.path / "seamwatch-out"
+    (out / "capture").mkdir(parents=True)
+    (out / "capture" / "capture-old-0000.jsonl").write_text("{}\n")
+    (out / "tests-main.json").write_text("{}")
+    (out / "seamwatch.sarif").write_text("{}")
+    (out / "keep.txt").write_text("not ours")
+    assert _run(pytester, "--seamwatch-upstream", "http://127.0.0.1:9").ret == 0
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+    (out / "capture").mkdir()
+    (out / "capture" / "notes.txt").write_text("someone else's")
+    result = _run(pytester, "--seamwatch-upstream", "http://127.0.0.1:9")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "holds 'notes.txt', not a seamwatch capture" in result.stderr.str()
+    assert (out / "capture" / "notes.txt").exists()
