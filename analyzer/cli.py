@@ -172,6 +172,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return analyze_command(args)
 
 
+def _cmd_baseline_write(args: argparse.Namespace) -> int:
+    from analyzer.report.run import baseline_write_command
+
+    return baseline_write_command(args)
+
+
 def _cmd_lab(args: argparse.Namespace) -> int:
     from lab.cli import main as lab_main
 
@@ -185,9 +191,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from analyzer.report.run import detector_options
     from dashboards.launch import launch
 
-    return int(launch(args.paths, port=args.port, address=args.address))
+    detector_options(args)  # a bad --only, --disable or --config: exit 2 before the server
+    options = {
+        name: getattr(args, name)
+        for name in ("config", "only", "disable", "replica_header", "client_header")
+        if getattr(args, name)
+    }
+    if args.no_cache:
+        options["no_cache"] = "true"
+    return int(launch(args.paths, port=args.port, address=args.address, options=options))
+
+
+def _analysis_options(p: argparse.ArgumentParser) -> None:
+    """The options that decide what an analysis finds: one set for analyze, baseline write and
+    the dashboard, so each shows what the others report."""
+    p.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
+    p.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
+    p.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
+    p.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
+    p.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,13 +267,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SEVERITY|none",
         help="exit 1 when a finding is at or above this severity (default medium; none: never)",
     )
-    a.add_argument("--config", metavar="FILE", help="TOML detector thresholds")
-    a.add_argument("--only", metavar="IDS", help="comma-separated detector ids to run")
-    a.add_argument("--disable", metavar="IDS", help="comma-separated detector ids to skip")
-    a.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
-    a.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
-    a.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    a.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="findings recorded in this baseline are reported as baselined, never failed on",
+    )
+    _analysis_options(a)
     a.set_defaults(func=_cmd_analyze)
+
+    b = sub.add_parser("baseline", help="accept today's findings, fail only on new ones")
+    b_sub = b.add_subparsers(dest="baseline_command", required=True, metavar="ACTION")
+    bw = b_sub.add_parser("write", help="record the current findings' fingerprints")
+    bw.add_argument("paths", nargs="+", metavar="PATH", help="inputs, as analyze takes them")
+    bw.add_argument("--out", required=True, metavar="FILE", help="the baseline file to write")
+    bw.add_argument("--reason", metavar="TEXT", help="why these findings are accepted")
+    _analysis_options(bw)
+    bw.set_defaults(func=_cmd_baseline_write)
 
     d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
     d.add_argument(
@@ -264,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="address to serve on (default 127.0.0.1; a non-loopback one warns: no login)",
     )
+    _analysis_options(d)
     d.set_defaults(func=_cmd_dashboard)
 
     # The lab parses its own arguments (lab/cli.py), `--help` included: see `main`.

@@ -29,8 +29,9 @@ from analyzer.cache import read_through
 from analyzer.ingest import input_kind
 from analyzer.ingest.jsonl import capture_files
 from analyzer.ingest.tail import CaptureTail
+from analyzer.report.run import parse_ids
 from analyzer.timeline import Timeline, load_timeline
-from dashboards.launch import SOURCE_ENV, decode_source
+from dashboards.launch import OPTIONS_ENV, SOURCE_ENV, decode_options, decode_source
 
 __all__ = [
     "LOSS_KEYS",
@@ -76,6 +77,24 @@ def source() -> Source | None:
     return decode_source(os.environ.get(SOURCE_ENV, ""))
 
 
+def analysis_options() -> dict[str, str]:
+    """The analysis options the dashboard was started with (`seamwatch dashboard --only ...`)."""
+    return decode_options(os.environ.get(OPTIONS_ENV, ""))
+
+
+def _run_detectors(timeline: Timeline) -> pl.DataFrame:
+    """The detectors chosen and tuned by the analysis options, as `seamwatch analyze` runs."""
+    options = analysis_options()
+    config = options.get("config")
+    return detectors.run_detectors(
+        timeline,
+        only=parse_ids(options.get("only")),
+        disable=parse_ids(options.get("disable")),
+        config=detectors.load_config(Path(config)) if config else None,
+        detectors=detectors.DETECTORS,
+    )
+
+
 def signature(source: Source) -> Signature:
     """Name, size and mtime of the inputs' files: the cache key of every loader.
 
@@ -100,7 +119,16 @@ def _timeline(source: Source, sig: Signature) -> Timeline:
     """The analyzer's timeline of this state of the input (lazy scans of its Parquet cache)."""
     del sig  # the cache key only: load_timeline re-checks sizes and mtimes itself
     # Through the cache as `seamwatch analyze` reads it: a damaged entry is parsed again.
-    return read_through(lambda cache: load_timeline(list(source), cache=cache))
+    options = analysis_options()
+    return read_through(
+        lambda cache: load_timeline(
+            list(source),
+            replica_header=options.get("replica_header"),
+            client_header=options.get("client_header"),
+            cache=cache,
+        ),
+        use_cache=options.get("no_cache") != "true",
+    )
 
 
 def check_readable(source: Source, sig: Signature) -> None:
@@ -113,7 +141,7 @@ def check_readable(source: Source, sig: Signature) -> None:
 def findings(source: Source, sig: Signature) -> pl.DataFrame:
     """Every finding of the registered detectors, in report order (analyzer.findings)."""
     # The registry is read at call time, not bound at import, so tests can plant detectors.
-    return detectors.run_detectors(_timeline(source, sig), detectors=detectors.DETECTORS)
+    return _run_detectors(_timeline(source, sig))
 
 
 @dataclass(frozen=True)
@@ -353,7 +381,7 @@ def live_findings(path: str, key: str, timeline: Timeline, records: int) -> Live
             return replace(last, current=False)
     with st.spinner("Running the detectors…"):
         start = time.monotonic()
-        found = detectors.run_detectors(timeline, detectors=detectors.DETECTORS)
+        found = _run_detectors(timeline)
         ended = time.monotonic()
     run = LiveFindings(found, key, records, datetime.now(UTC), ended - start, ended, True)
     runs["last"] = run

@@ -24,8 +24,10 @@ from analyzer.cli import is_loopback
 __all__ = [
     "APP",
     "LOOPBACK_HOSTS",
+    "OPTIONS_ENV",
     "SOURCE_ENV",
     "command",
+    "decode_options",
     "decode_source",
     "environment",
     "is_loopback",
@@ -35,6 +37,11 @@ __all__ = [
 #: Environment variable carrying the input paths from the launcher to the app: a JSON list of
 #: strings (a value that is not one is taken as a single path, for a hand-made start).
 SOURCE_ENV: Final = "SEAMWATCH_DASHBOARD_PATH"
+
+#: Environment variable carrying the analysis options (`--replica-header`, `--client-header`,
+#: `--config`, `--only`, `--disable`, as `seamwatch analyze` takes them) to the app: a JSON
+#: object of option name (underscored) to value, so the page shows what the CI job reported.
+OPTIONS_ENV: Final = "SEAMWATCH_DASHBOARD_OPTIONS"
 
 APP: Final = Path(__file__).resolve().parent / "app.py"
 
@@ -70,15 +77,33 @@ def command(*, port: int, address: str) -> list[str]:
     return argv
 
 
-def environment(paths: Sequence[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The app's environment: `base` (default os.environ) with the input paths set, or unset
-    when there are none."""
+def environment(
+    paths: Sequence[str],
+    base: Mapping[str, str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The app's environment: `base` (default os.environ) with the input paths and analysis
+    options set, or unset when there are none."""
     env = dict(os.environ if base is None else base)
     env.pop(SOURCE_ENV, None)
+    env.pop(OPTIONS_ENV, None)
     if paths:
         # As given: the server keeps our cwd, and shows them so.
         env[SOURCE_ENV] = json.dumps([str(p) for p in paths], ensure_ascii=False)
+    if options:
+        env[OPTIONS_ENV] = json.dumps(dict(sorted(options.items())), ensure_ascii=False)
     return env
+
+
+def decode_options(value: str) -> dict[str, str]:
+    """The analysis options `environment` set ({} for none or a value that is not one)."""
+    try:
+        options = json.loads(value) if value else {}
+    except ValueError:
+        return {}
+    if not isinstance(options, dict):
+        return {}
+    return {str(k): v for k, v in options.items() if isinstance(v, str) and v}
 
 
 def decode_source(value: str) -> tuple[str, ...] | None:
@@ -94,7 +119,9 @@ def decode_source(value: str) -> tuple[str, ...] | None:
     return (value,)
 
 
-def launch(paths: Sequence[str], *, port: int, address: str) -> int:
+def launch(
+    paths: Sequence[str], *, port: int, address: str, options: Mapping[str, str] | None = None
+) -> int:
     """Serve the dashboard over `paths`; returns the exit code (on POSIX it never returns)."""
     for path in paths:
         if not Path(path).exists():
@@ -111,7 +138,7 @@ def launch(paths: Sequence[str], *, port: int, address: str) -> int:
             file=sys.stderr,
         )
     argv = command(port=port, address=address)
-    env = environment(paths)
+    env = environment(paths, options=options)
     print(f"seamwatch dashboard: http://{_url_host(address)}:{port}/", file=sys.stderr, flush=True)
     if os.name != "posix":
         return subprocess.run(argv, env=env, check=False).returncode

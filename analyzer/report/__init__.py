@@ -6,6 +6,7 @@ the same input gives the same bytes. `run.py` builds the Report from a timeline.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Final
 
 import polars as pl
 
+from analyzer.baseline import BaselineOutcome
 from analyzer.detectors import Detector
 from analyzer.findings import EVIDENCE_COLUMNS, FINDINGS_SCHEMA, Severity, validate_findings
 
@@ -58,9 +60,26 @@ class Report:
     fail_on: Severity | None = Severity.MEDIUM
     #: flow id -> index into `inputs` of the input that holds it (SARIF locations)
     flow_inputs: Mapping[str, int] = field(default_factory=dict)
+    #: flow id -> (index into `inputs`, capture file path, 1-based line of its request record)
+    flow_lines: Mapping[str, tuple[int, str, int]] = field(default_factory=dict)
+    #: the findings split by `--baseline`; None without one
+    baseline: BaselineOutcome | None = None
 
     def __post_init__(self) -> None:
         validate_findings(self.findings)
+
+    @property
+    def new_findings(self) -> pl.DataFrame:
+        """The findings that can fail the run: all of them, less those in the baseline."""
+        return self.findings if self.baseline is None else self.baseline.new
+
+    def is_baselined(self, fingerprint: str) -> bool:
+        """Whether the baseline accepted the finding with this fingerprint."""
+        return self.baseline is not None and fingerprint in self.baseline.accepted
+
+    def with_baseline(self, outcome: BaselineOutcome) -> Report:
+        """This report with its findings split by a baseline."""
+        return dataclasses.replace(self, baseline=outcome)
 
     def counts_by_severity(self) -> dict[Severity, int]:
         """Findings per severity, every level present, worst first."""

@@ -5,6 +5,10 @@
 "records": N, "skipped": N, "warnings": [...]}]}`. Keys keep the documented order, findings'
 fields the findings schema's order; `by_detector` is in id order, `by_severity` worst first, and
 both list every detector that ran and every level, zeros included. No time of the run appears.
+
+With `--baseline`, each finding also says whether the baseline accepted it (`"baselined"`), and
+a last key `"baseline"` gives the file, the counts and the entries no finding matched any more
+(`"fixed"`: prune them).
 """
 
 from __future__ import annotations
@@ -27,9 +31,13 @@ def to_object(report: Report) -> dict[str, object]:
         "by_severity": {sev.value: n for sev, n in report.counts_by_severity().items()},
     }
     summary.update(summary_counts(report))
-    return {
+    findings = finding_records(report.findings)
+    if report.baseline is not None:
+        for finding in findings:
+            finding["baselined"] = report.is_baselined(str(finding["fingerprint"]))
+    document: dict[str, object] = {
         "schema": SCHEMA,
-        "findings": finding_records(report.findings),
+        "findings": findings,
         "summary": summary,
         "inputs": [
             {
@@ -41,6 +49,22 @@ def to_object(report: Report) -> dict[str, object]:
             for item in report.inputs
         ],
     }
+    if report.baseline is not None:
+        document["baseline"] = {
+            "path": report.baseline.path,
+            "baselined": report.baseline.baselined.height,
+            "new": report.baseline.new.height,
+            "fixed": [
+                {
+                    "fingerprint": e.fingerprint,
+                    "detector": e.detector,
+                    "title": e.title,
+                    "reason": e.reason,
+                }
+                for e in report.baseline.fixed
+            ],
+        }
+    return document
 
 
 def render(report: Report) -> str:

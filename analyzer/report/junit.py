@@ -1,8 +1,9 @@
 """The JUnit XML report: one test case per detector that ran (DESIGN.md §6).
 
 A test case fails when its detector has findings at or above `--fail-on`; the failure message
-counts them and its text lists them. The detector's findings below `--fail-on` are listed in the
-test case's `system-out`, so CI shows the context too. No times or host names are written,
+counts them and its text lists them. The detector's findings below `--fail-on`, and those a
+`--baseline` accepted (marked so), are listed in the test case's `system-out`, so CI shows the
+context too. No times or host names are written,
 so the same input gives the same bytes.
 """
 
@@ -28,7 +29,7 @@ _NOT_XML_CHAR: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U
 
 def render(report: Report) -> str:
     """The report as JUnit XML text, ending with a newline."""
-    failing = at_or_above(report.findings, report.fail_on)
+    failing = at_or_above(report.new_findings, report.fail_on)
     threshold = report.fail_on.value if report.fail_on is not None else "none"
     failures = 0
     cases: list[ET.Element] = []
@@ -50,11 +51,11 @@ def render(report: Report) -> str:
                     "type": worst.value,
                 },
             )
-            failure.text = _clean(_listing(bad))
-        rest = mine if report.fail_on is None else mine.filter(pl.col("severity") < threshold)
+            failure.text = _clean(_listing(bad, report))
+        rest = mine.filter(~pl.col("fingerprint").is_in(bad["fingerprint"].implode()))
         if rest.height:
             out = ET.SubElement(case, "system-out")
-            out.text = _clean(_listing(rest))
+            out.text = _clean(_listing(rest, report))
         cases.append(case)
     counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0"}
     root = ET.Element("testsuites", {"name": "seamwatch", **counts})
@@ -70,11 +71,12 @@ def write(report: Report, out: TextIO) -> None:
     out.write(render(report))
 
 
-def _listing(findings: pl.DataFrame) -> str:
+def _listing(findings: pl.DataFrame, report: Report) -> str:
     """One paragraph per finding: severity, title, session, time, evidence, detail."""
     blocks = []
     for row in findings.with_columns(pl.col("first_ts").dt.epoch("ns")).iter_rows(named=True):
-        lines = [f"[{row['severity']}] {row['title']}"]
+        mark = " (baselined)" if report.is_baselined(row["fingerprint"]) else ""
+        lines = [f"[{row['severity']}]{mark} {row['title']}"]
         if row["session"] is not None:
             lines.append(f"  session: {row['session']}")
         if row["first_ts"] is not None:

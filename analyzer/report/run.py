@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 import polars as pl
 
 from analyzer import SeamwatchError
+from analyzer.baseline import (
+    Baseline,
+    BaselineError,
+    apply_baseline,
+    baseline_from,
+    load_baseline,
+    render_baseline,
+)
 from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
 from analyzer.detectors import (
     ConfigError,
@@ -38,7 +46,17 @@ from analyzer.scratch import scratch_prefix
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["analyze_command", "build_report", "exit_code", "parse_fail_on", "parse_ids"]
+__all__ = [
+    "analyze_command",
+    "analyze_paths",
+    "baseline_write_command",
+    "build_report",
+    "detector_options",
+    "exit_code",
+    "parse_fail_on",
+    "parse_ids",
+    "write_report",
+]
 
 
 def exit_code(findings: pl.DataFrame, fail_on: Severity | None) -> int:
@@ -66,19 +84,40 @@ def parse_ids(text: str | None) -> list[str] | None:
 def analyze_command(args: argparse.Namespace) -> int:
     """Run `seamwatch analyze` with parsed arguments; return the exit code."""
     fail_on = parse_fail_on(args.fail_on)
-    only, disable = parse_ids(args.only), parse_ids(args.disable)
+    baseline = _read_baseline(args.baseline)
+    _check_out(args.out)
+    report = analyze_paths(args, fail_on=fail_on)
+    if baseline is not None:
+        report = report.with_baseline(apply_baseline(report.findings, baseline, path=args.baseline))
+    write_report(report, args.format, args.out)
+    return exit_code(report.new_findings, fail_on)
+
+
+def baseline_write_command(args: argparse.Namespace) -> int:
+    """Run `seamwatch baseline write`: record the current findings' fingerprints in `--out`
+    (reasons already in that file are kept); exit 0."""
+    out = Path(args.out)
+    _check_out(args.out)
+    previous = _read_baseline(args.out) if out.is_file() else None
+    report = analyze_paths(args, fail_on=None)
+    baseline = baseline_from(report.findings, reason=args.reason, previous=previous)
     try:
-        # Usage errors first, before any input is read.
-        select_detectors(only=only, disable=disable)
-        config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
-    except ConfigError as e:
-        raise UsageError(_one_line(e)) from None
+        out.write_text(render_baseline(baseline), encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+    print(f"seamwatch: {len(baseline.entries)} finding(s) recorded in {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def analyze_paths(args: argparse.Namespace, *, fail_on: Severity | None) -> Report:
+    """Read the inputs `args.paths` with the analysis options and run the detectors chosen:
+    the report of `analyze` and `baseline write`."""
+    only, disable, config = detector_options(args)
     paths = [Path(p) for p in args.paths]
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
-    _check_out(args.out)
 
     # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
     # 10M events); the folder lives as long as the analysis.
@@ -106,10 +145,31 @@ def analyze_command(args: argparse.Namespace) -> int:
             timeline, only=only, disable=disable, config=config, on_start=on_start
         )
         progress.step("writing report")
-        report = build_report(timeline, findings, chosen, fail_on=fail_on)
+        return build_report(timeline, findings, chosen, fail_on=fail_on)
 
-    _write(report, args.format, args.out)
-    return exit_code(findings, fail_on)
+
+def detector_options(
+    args: argparse.Namespace,
+) -> tuple[list[str] | None, list[str] | None, DetectorConfig]:
+    """`--only`, `--disable` and `--config` read and checked (UsageError, before any input is
+    read): the part of the one set of analysis options that picks and tunes detectors."""
+    only, disable = parse_ids(args.only), parse_ids(args.disable)
+    try:
+        select_detectors(only=only, disable=disable)
+        config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
+    except ConfigError as e:
+        raise UsageError(_one_line(e)) from None
+    return only, disable, config
+
+
+def _read_baseline(path: str | None) -> Baseline | None:
+    """The `--baseline` file, read before any input (a bad one is exit 2)."""
+    if path is None:
+        return None
+    try:
+        return load_baseline(Path(path))
+    except BaselineError as e:
+        raise UsageError(str(e)) from None
 
 
 def load_timeline(
@@ -217,7 +277,7 @@ def build_report(
 def _check_out(out: str | None) -> None:
     """UsageError unless the report file `out` can be written; checked before reading inputs.
 
-    The file is still written only at the end, and a failure then is still exit 2 (`_write`):
+    The file is still written only at the end, and a failure then is still exit 2 (`write_report`):
     this only spares the user an analysis whose report has nowhere to go.
     """
     if out is None:
@@ -234,7 +294,7 @@ def _check_out(out: str | None) -> None:
         raise UsageError(f"cannot write {out}: permission denied")
 
 
-def _write(report: Report, fmt: str, out: str | None) -> None:
+def write_report(report: Report, fmt: str, out: str | None) -> None:
     """Write the report in `fmt` to the file `out`, or to stdout."""
     if out is None:
         _emit(report, fmt, sys.stdout)
@@ -261,7 +321,11 @@ def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     elif fmt == "junit":
         from analyzer.report.junit import render
     elif fmt == "sarif":
-        from analyzer.report.sarif import render
+        from analyzer.report import sarif
+
+        # Locations name the JSONL line of each finding's first flow: read from the captures.
+        stream.write(sarif.render(report, sarif.locate(report)))
+        return
     else:
         raise UsageError(f"unknown format {fmt!r}")
     stream.write(render(report))

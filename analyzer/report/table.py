@@ -51,6 +51,11 @@ def write(report: Report, out: TextIO, *, terminal: bool | None = None) -> None:
     else:
         console.print("No findings.")
     console.print(Text(summary_line(report)), soft_wrap=True)
+    if report.baseline is not None and report.baseline.fixed:
+        console.print(Text(f"Fixed: no longer found, prune from {report.baseline.path}:"))
+        for entry in report.baseline.fixed:
+            line = f"  {entry.detector} {entry.fingerprint} {inert(entry.title)}"
+            console.print(Text(line), soft_wrap=True)
 
 
 def render(report: Report) -> str:
@@ -79,9 +84,14 @@ def summary_line(report: Report) -> str:
     if report.fail_on is None:
         verdict = "fail-on none: pass"
     else:
-        failing = at_or_above(report.findings, report.fail_on).height
+        failing = at_or_above(report.new_findings, report.fail_on).height
         verdict = f"fail-on {report.fail_on.value}: " + (
             f"FAIL ({failing} at or above)" if failing else "pass"
+        )
+    if report.baseline is not None:
+        verdict += (
+            f"; baseline: {report.baseline.baselined.height} baselined, "
+            f"{len(report.baseline.fixed)} fixed"
         )
     return f"{_count(total, 'finding')} ({levels}) in {counts}; {verdict}"
 
@@ -103,8 +113,11 @@ def _table(report: Report, *, terminal: bool) -> Table:
     for row in report.findings.iter_rows(named=True):
         severity = Severity(row["severity"])
         # Titles and session ids carry server-chosen text (event ids, tool names).
+        label = severity.value.upper()
+        if report.is_baselined(row["fingerprint"]):
+            label += " (baselined)"
         table.add_row(
-            Text(severity.value.upper(), style=_STYLE[severity] if terminal else ""),
+            Text(label, style=_STYLE[severity] if terminal else ""),
             Text(inert(row["detector"])),
             Text(inert(row["session"] or "-")),
             Text(inert(row["title"])),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -70,6 +71,28 @@ def test_findings_are_the_analyzers(lab_capture: Path) -> None:
     source = (str(lab_capture),)
     got = data.findings(source, data.signature(source))
     assert got.equals(run_detectors(load_timeline(list(source))))
+
+
+def test_findings_follow_the_analysis_options(
+    lab_capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What `seamwatch dashboard --only ... --config ...` hands the app: the page shows what
+    # `seamwatch analyze` with the same options reports.
+    from analyzer.detectors import load_config, run_detectors
+
+    config = tmp_path / "seamwatch.toml"
+    config.write_text("[detectors.repeated-tool-call]\nwindow_s = 0.001\n")
+    options = {"only": "repeated-tool-call,lost-response", "config": str(config)}
+    monkeypatch.setenv(data.OPTIONS_ENV, json.dumps(options))
+    source = (str(lab_capture),)
+    got = data.findings(source, data.signature(source))
+    want = run_detectors(
+        load_timeline(list(source)),
+        only=["repeated-tool-call", "lost-response"],
+        config=load_config(config),
+    )
+    assert got.equals(want)
+    assert set(got["detector"].to_list()) == {"lost-response"}  # the window hides the repeat
 
 
 def test_session_view(lab_capture: Path) -> None:

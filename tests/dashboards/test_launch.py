@@ -135,6 +135,33 @@ def test_cli_warns_on_another_address(
     assert "warning: the dashboard listens on 0.0.0.0, not loopback" in err
 
 
+def test_cli_hands_the_analysis_options_to_the_app(execve: Exec, tmp_path: Path) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text("")
+    main(["dashboard", str(tmp_path), "--replica-header", "X-Served-By", "--only", "causal-gap"])
+    main(["dashboard", str(tmp_path), "--client-header", "X-C", "--config", str(config)])
+    main(["dashboard", str(tmp_path), "--disable", "causal-gap", "--no-cache"])
+    got = [L.decode_options(env[L.OPTIONS_ENV]) for _, _, env in execve.calls]
+    assert got == [
+        {"only": "causal-gap", "replica_header": "X-Served-By"},
+        {"client_header": "X-C", "config": str(config)},
+        {"disable": "causal-gap", "no_cache": "true"},
+    ]
+    main(["dashboard", str(tmp_path)])
+    assert L.OPTIONS_ENV not in execve.calls[-1][2]
+
+
+@pytest.mark.parametrize(
+    "option", [["--only", "no-such-detector"], ["--disable", "nope"], ["--config", "absent.toml"]]
+)
+def test_bad_analysis_options_are_exit_2_before_the_server(
+    execve: Exec, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    assert main(["dashboard", str(tmp_path), *option]) == 2
+    assert not execve.calls
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_cli_without_path(execve: Exec) -> None:
     main(["dashboard"])
     ((_, _, env),) = execve.calls

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+from analyzer.baseline import Baseline, BaselineEntry, apply_baseline
 from analyzer.findings import FINDINGS_SCHEMA
 from analyzer.report import Report
 from analyzer.report import json as json_report
@@ -76,3 +77,22 @@ def test_empty_report(empty_report: Report) -> None:
     assert got["findings"] == []
     assert set(got["summary"]["by_severity"].values()) == {0}
     assert set(got["summary"]["by_detector"].values()) == {0}
+
+
+def test_a_baseline_marks_findings_and_lists_fixed(report: Report) -> None:
+    first = report.findings.row(0, named=True)
+    kept = BaselineEntry(first["fingerprint"], first["detector"], first["title"], "known")
+    gone = BaselineEntry("f" * 16, "causal-gap", "gone", None)
+    outcome = apply_baseline(report.findings, Baseline((kept, gone)), path="b.json")
+    got = json.loads(json_report.render(report.with_baseline(outcome)))
+    assert [f["baselined"] for f in got["findings"]] == [True, False, False, False]
+    assert got["baseline"] == {
+        "path": "b.json",
+        "baselined": 1,
+        "new": 3,
+        "fixed": [
+            {"fingerprint": "f" * 16, "detector": "causal-gap", "title": "gone", "reason": None}
+        ],
+    }
+    assert "baseline" not in json.loads(json_report.render(report))
+    assert "baselined" not in json.loads(json_report.render(report))["findings"][0]

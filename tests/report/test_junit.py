@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from analyzer.baseline import Baseline, BaselineEntry, apply_baseline
 from analyzer.findings import Severity
 from analyzer.report import Report
 from analyzer.report import junit as junit_report
@@ -78,3 +79,17 @@ def test_no_time_or_host_attributes(report: Report) -> None:
     text = junit_report.render(report)
     for attribute in ("time=", "timestamp=", "hostname="):
         assert attribute not in text
+
+
+def test_baselined_findings_are_listed_never_failed(report: Report) -> None:
+    first = report.findings.row(0, named=True)  # duplicate-event-id, high
+    entry = BaselineEntry(first["fingerprint"], first["detector"], first["title"])
+    outcome = apply_baseline(report.findings, Baseline((entry,)), path="b.json")
+    got = cases(junit_report.render(report.with_baseline(outcome)))
+    case = got["duplicate-event-id"]
+    failure = case.find("failure")
+    assert failure is not None  # the medium one is not in the baseline
+    assert failure.get("message", "").startswith("1 finding(s) at or above medium: event id 18")
+    out = case.find("system-out")
+    assert out is not None
+    assert (out.text or "").startswith("[high] (baselined) event id 17 issued twice")

@@ -1,14 +1,25 @@
-"""The SARIF 2.1.0 report (analyzer/report/sarif.py), checked by hand against the spec's
-required properties: no network, so the JSON schema itself is not fetched."""
+"""The SARIF 2.1.0 report (analyzer/report/sarif.py): the spec's required properties by hand,
+and every log validated against the SARIF 2.1.0 JSON schema (tests/fixtures/sarif, as GitHub's
+code scanning upload action ships it), on hand-built reports and on a lab capture."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from analyzer.baseline import Baseline, BaselineEntry, apply_baseline
+from analyzer.cli import main
 from analyzer.report import Report
 from analyzer.report import sarif as sarif_report
 from tests.support.report_sample import ROWS, make_report
+from tests.support.sarif import assert_valid_sarif
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LAB_CAPTURE = FIXTURES / "dashboard" / "round-robin-replicas"
 
 
 def log(report: Report) -> dict[str, Any]:
@@ -96,3 +107,98 @@ def test_no_results_still_lists_the_rules(empty_report: Report) -> None:
     run = log(empty_report)["runs"][0]
     assert run["results"] == []
     assert len(run["tool"]["driver"]["rules"]) == len(empty_report.detectors)
+
+
+def test_the_schema_catches_a_broken_log(report: Report) -> None:
+    broken = log(report)
+    broken["runs"][0]["results"][0]["level"] = "fatal"
+    with pytest.raises(AssertionError, match="level"):
+        assert_valid_sarif(broken)
+
+
+def test_hand_built_logs_are_valid(report: Report, empty_report: Report) -> None:
+    assert_valid_sarif(log(report))
+    assert_valid_sarif(log(empty_report))
+
+
+def test_rules_carry_help_text(report: Report) -> None:
+    rules = log(report)["runs"][0]["tool"]["driver"]["rules"]
+    by_id = {r["id"]: r for r in rules}
+    assert by_id["duplicate-event-id"]["help"]["text"] == (
+        "One event id issued twice in a session with different payloads.\n\n"
+        "Must not flag exact replays."
+    )
+    assert all(rule["help"]["text"] for rule in rules)
+
+
+def _rows(n: int) -> list[dict[str, object]]:
+    return [dict(ROWS[0], event_ids=[str(i)], title=f"event id {i}") for i in range(n)]
+
+
+def test_results_are_capped_with_a_note() -> None:
+    over = sarif_report.MAX_RESULTS + 2
+    got = log(make_report(_rows(over)))
+    assert_valid_sarif(got)
+    run = got["runs"][0]
+    assert len(run["results"]) == sarif_report.MAX_RESULTS
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "note"
+    assert note["message"]["text"].startswith(f"{over} findings; the first 5000")
+
+
+def test_no_note_when_nothing_was_cut(report: Report) -> None:
+    assert log(report)["runs"][0]["invocations"] == [{"executionSuccessful": True}]
+
+
+def test_baselined_results_are_unchanged_the_rest_new(report: Report) -> None:
+    first = report.findings.row(0, named=True)
+    entry = BaselineEntry(first["fingerprint"], first["detector"], first["title"])
+    outcome = apply_baseline(report.findings, Baseline((entry,)), path="b.json")
+    got = log(report.with_baseline(outcome))
+    assert_valid_sarif(got)
+    states = [r["baselineState"] for r in got["runs"][0]["results"]]
+    assert states == ["unchanged", "new", "new", "new"]
+    assert "baselineState" not in log(report)["runs"][0]["results"][0]
+
+
+@pytest.fixture
+def lab_capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of a real lab capture (round-robin replicas) under the working folder."""
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "staging" / "capture"
+    shutil.copytree(LAB_CAPTURE / "capture", target)
+    return target
+
+
+def test_a_lab_capture_gives_a_valid_log_with_lines(lab_capture: Path) -> None:
+    out = lab_capture.parent / "seamwatch.sarif"
+    # An absolute input path under the working folder: the URIs come out relative.
+    code = main(["analyze", str(lab_capture), "--format", "sarif", "--out", str(out)])
+    assert code == 1
+    got = json.loads(out.read_text())
+    assert_valid_sarif(got)
+    run = got["runs"][0]
+    (capture_file,) = lab_capture.glob("capture-*.jsonl")
+    relative = f"staging/capture/{capture_file.name}"
+    assert relative in run["artifacts"][0]["location"]["uri"]
+    lines = capture_file.read_text().splitlines()
+    assert run["results"]
+    for result in run["results"]:
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        assert physical["artifactLocation"]["uri"] == relative
+        flows = result["properties"]["flow_ids"]
+        if not flows:
+            continue
+        record = json.loads(lines[physical["region"]["startLine"] - 1])
+        assert (record["kind"], record["flow"]) == ("request", flows[0])
+
+
+def test_a_clean_run_writes_empty_results(lab_capture: Path) -> None:
+    out = lab_capture.parent / "seamwatch.sarif"
+    argv = ["analyze", str(lab_capture), "--format", "sarif", "--out", str(out)]
+    code = main([*argv, "--only", "header-mismatch"])
+    assert code == 0
+    got = json.loads(out.read_text())
+    assert_valid_sarif(got)
+    assert got["runs"][0]["results"] == []
