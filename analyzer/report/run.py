@@ -104,8 +104,16 @@ def analyze_command(args: argparse.Namespace) -> int:
         )
         progress.step("writing report")
         report = build_report(timeline, findings, chosen, fail_on=fail_on)
+        if args.format == "otlp-json":
+            # Built from the timeline itself, so before its spill folder goes.
+            from analyzer.otlp.command import otlp_json
 
-    _write(report, args.format, args.out)
+            traces = otlp_json(timeline, findings, payloads=args.otlp_payloads)
+
+    if args.format == "otlp-json":
+        _write_text(traces, args.out)
+    else:
+        _write(report, args.format, args.out)
     return exit_code(findings, fail_on)
 
 
@@ -219,6 +227,18 @@ def _write(report: Report, fmt: str, out: str | None) -> None:
             _emit(report, fmt, f)
     except OSError as e:
         raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+
+
+def _write_text(text: str, out: str | None) -> None:
+    """Write text rendered from the timeline itself (`otlp-json`) to the file `out`, or stdout."""
+    try:
+        if out is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        Path(out).write_text(text, encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise UsageError(f"cannot write {out or 'stdout'}: {e.strerror or e}") from None
 
 
 def _emit(report: Report, fmt: str, stream: TextIO) -> None:
