@@ -207,7 +207,7 @@ class _Builder:
         self.stream_span: dict[str, _Span] = {}
         self.incarnation_span: dict[tuple[str, int], _Span] = {}
         self.trace_key: dict[str, str] = {}
-        self.session_kind: dict[str, str] = {}
+        self.session_value: dict[str, str | None] = {}
 
     def build(self) -> list[ReadableSpan]:
         exchanges = self._exchanges()
@@ -259,8 +259,6 @@ class _Builder:
                 "client_ip",
                 "status",
                 "last_event_id",
-                "mcp_session_id",
-                "response_session_id",
                 "protocol_version",
                 "rpc_kind",
                 "rpc_id",
@@ -321,10 +319,13 @@ class _Builder:
             start = info.get("start") or run["ts"]
             end = max(v for v in (info.get("last_ts"), run["end_ts"], start) if v)
             kind = info.get("kind")
-            self.session_kind[key] = kind or ""
+            # Only the eras with sessions have an id for `mcp.session.id`: Mcp-Session-Id, and
+            # the legacy transport's session query value. `anon:` and `client:` keys are
+            # seamwatch's own grouping of sessionless traffic.
+            value = key.split(":", 1)[1] if kind in ("mcp", "legacy") else None
+            self.session_value[key] = value
             attributes: Attributes = {"seamwatch.session.key": key}
-            if kind == "mcp":
-                attributes["mcp.session.id"] = key.removeprefix("mcp:")
+            _put(attributes, mcp__session__id=value)
             era = info.get("era")
             _put(
                 attributes,
@@ -391,16 +392,13 @@ class _Builder:
             self.flow_span[row["flow_id"]] = span
             a = span.attributes
             request_id = _rpc_id_text(row["rpc_id"]) if row["rpc_kind"] == "request" else None
-            has_session = self.session_kind.get(session) == "mcp"
             _put(
                 a,
                 mcp__method__name=method,
                 jsonrpc__request__id=request_id,
                 gen_ai__tool__name=target,
                 gen_ai__operation__name="execute_tool" if method == "tools/call" else None,
-                mcp__session__id=(row["mcp_session_id"] or row["response_session_id"])
-                if has_session
-                else None,
+                mcp__session__id=self.session_value.get(session),
                 mcp__protocol__version=row["protocol_version"]
                 or (row["era"] if row["era"] not in (None, "unknown") else None),
                 network__protocol__name="http",

@@ -149,6 +149,23 @@ def test_no_mcp_session_id_where_the_era_has_no_session() -> None:
     assert _attrs(_named(spans, "tools/call pay"))["jsonrpc.request.id"] == "2"
 
 
+def test_a_legacy_session_id_is_the_session_query_value() -> None:
+    c = Capture().open()
+    stream = c.request("GET", "/sse", headers={"accept": "text/event-stream"})
+    c.response(stream, sse=True)
+    c.chunk(stream, sse(event("/messages/?session_id=abc", event="endpoint")), n=0)
+    init = req("initialize", 1, protocolVersion="2024-11-05", capabilities={})
+    c.response(c.request("POST", "/messages/?session_id=abc", body=init), 202)
+    c.chunk(stream, sse(event(res(1, protocolVersion="2024-11-05"))), n=1)
+    c.end(stream, "client_closed")
+    spans = _spans(c.close())
+    exchanges = [s for s in spans if s.kind.name == "CLIENT"]
+    assert [s.name for s in exchanges] == ["GET /sse", "initialize"]
+    for span in [*exchanges, _named(spans, "mcp session")]:
+        assert _attrs(span)["mcp.session.id"] == "abc"
+        assert _attrs(span)["mcp.protocol.version"] == "2024-11-05"
+
+
 def test_sse_events_are_span_events_of_their_incarnation() -> None:
     spans = _spans(_sessioned())
     inc0, inc1 = _named(spans, "SSE incarnation 0"), _named(spans, "SSE incarnation 1")
