@@ -8,8 +8,10 @@ lowerCamelCase keys; 64-bit integers as decimal strings (as the mapping already 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from google.protobuf import json_format
@@ -73,18 +75,54 @@ def send(
 ) -> int:
     """Send the spans over OTLP/HTTP (protobuf) through OpenTelemetry's exporter; the number of
     requests sent. The exporter honours the `OTEL_EXPORTER_OTLP_*` variables (headers,
-    timeout, compression, certificates; the endpoint when `endpoint` is None)."""
+    timeout, compression, certificates; the endpoint when `endpoint` is None). OtlpError, with
+    the exporter's last complaints, when a request is not accepted."""
     exporter = OTLPSpanExporter(endpoint=traces_url(endpoint) if endpoint else None)
     sent = 0
-    try:
-        for batch in batches(spans, batch_spans):
-            if exporter.export(batch) is not SpanExportResult.SUCCESS:
-                where = traces_url(endpoint) if endpoint else "OTEL_EXPORTER_OTLP_*'s endpoint"
-                raise OtlpError(
-                    f"the OTLP receiver at {where} did not accept {len(batch)} spans "
-                    f"(after {sent} requests were accepted)"
-                )
-            sent += 1
-    finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]  # closes its HTTP session
+    with _complaints() as complaints:
+        try:
+            for batch in batches(spans, batch_spans):
+                if exporter.export(batch) is not SpanExportResult.SUCCESS:
+                    where = traces_url(endpoint) if endpoint else "OTEL_EXPORTER_OTLP_*'s endpoint"
+                    # The last two: a retry's cause, then the exporter's giving up.
+                    last = "; ".join(complaints[-2:]) or "no reason given"
+                    raise OtlpError(
+                        f"the OTLP receiver at {where} did not accept {len(batch)} spans "
+                        f"(after {sent} accepted requests): {last}"
+                    )
+                sent += 1
+        finally:
+            exporter.shutdown()  # type: ignore[no-untyped-call]  # closes its HTTP session
     return sent
+
+
+class _Complaints(logging.Handler):
+    """Keeps the exporter's warnings (one line each, cut) instead of printing them."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().strip().splitlines()
+        self.lines.append(text[0][:_COMPLAINT_CHARS] if text else record.levelname)
+
+
+_COMPLAINT_CHARS: Final = 240
+
+
+@contextlib.contextmanager
+def _complaints() -> Iterator[list[str]]:
+    """The exporter logs each retry and failure as a warning; the user gets one line from
+    `seamwatch export` instead, carrying the last of them."""
+    logger = logging.getLogger("opentelemetry.exporter.otlp")
+    lines: list[str] = []
+    handler = _Complaints(lines)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

@@ -124,5 +124,15 @@ def test_send_through_the_environments_endpoint(monkeypatch: pytest.MonkeyPatch)
 def test_a_refusing_receiver_is_an_otlp_error() -> None:
     with otlp_receiver() as receiver:
         receiver.status = 400  # not retryable (OTLP/HTTP "Failures")
-        with pytest.raises(OtlpError, match="did not accept"):
+        with pytest.raises(OtlpError, match=r"did not accept .*400"):
             send(_spans(), receiver.url)
+
+
+def test_an_unreachable_receiver_is_an_otlp_error_naming_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    with otlp_receiver() as receiver:
+        url = receiver.url  # then nothing listens there any more
+    with pytest.raises(OtlpError, match=r"did not accept .*(refused|Max retries)"):
+        send(_spans(), url)
