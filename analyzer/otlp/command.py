@@ -21,7 +21,7 @@ from analyzer.cli import EXIT_OK, UsageError
 from analyzer.detectors import run_detectors
 from analyzer.otlp import OtlpError
 from analyzer.otlp.spans import timeline_spans
-from analyzer.otlp.wire import export_request, send, to_otlp_json
+from analyzer.otlp.wire import send, to_otlp_json
 from analyzer.report.run import load_timeline
 from analyzer.scratch import scratch_prefix
 
@@ -36,7 +36,7 @@ EXIT_NOT_ACCEPTED: Final = 1
 
 def otlp_json(timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False) -> str:
     """The analysis as one OTLP/JSON `ExportTraceServiceRequest` (`analyze --format otlp-json`)."""
-    return to_otlp_json(export_request(timeline_spans(timeline, findings, payloads=payloads)))
+    return to_otlp_json(timeline_spans(timeline, findings, payloads=payloads))
 
 
 def check_endpoint(endpoint: str | None) -> None:

@@ -660,7 +660,8 @@ class _Builder:
         session = finding["session"] or _NO_SESSION
         if session not in self.roots:
             self.trace_key[session] = f"\x00{session}"
-            stamp = finding["first_ts"] or 0
+            starts = [root.start for root in self.roots.values()]
+            stamp = finding["first_ts"] or min(starts, default=0)
             root = self._new(
                 session, "session", session, name="seamwatch capture", start=stamp, end=stamp
             )
