@@ -187,11 +187,9 @@ def _server(authority: str | None) -> Attributes:
     return {"server.address": authority.strip("[]")}
 
 
-def _put(attributes: Attributes, **values: Any) -> None:
+def _put(attributes: Attributes, values: Mapping[str, Any]) -> None:
     """Set the attributes whose value is known (OTLP has no null attribute)."""
-    for key, value in values.items():
-        if value is not None:
-            attributes[key.replace("__", ".")] = value
+    attributes.update((key, value) for key, value in values.items() if value is not None)
 
 
 class _Builder:
@@ -325,16 +323,18 @@ class _Builder:
             value = key.split(":", 1)[1] if kind in ("mcp", "legacy") else None
             self.session_value[key] = value
             attributes: Attributes = {"seamwatch.session.key": key}
-            _put(attributes, mcp__session__id=value)
             era = info.get("era")
             _put(
                 attributes,
-                seamwatch__session__kind=kind,
-                mcp__protocol__version=era if era and era != "unknown" else None,
-                seamwatch__session__end=info.get("end_how"),
-                seamwatch__client__info=info.get("client_info"),
-                client__address=info.get("client_ip"),
-                seamwatch__server=info.get("server"),
+                {
+                    "mcp.session.id": value,
+                    "seamwatch.session.kind": kind,
+                    "mcp.protocol.version": era if era and era != "unknown" else None,
+                    "seamwatch.session.end": info.get("end_how"),
+                    "seamwatch.client.info": info.get("client_info"),
+                    "client.address": info.get("client_ip"),
+                    "seamwatch.server": info.get("server"),
+                },
             )
             root = self._new(key, "session", key, name="mcp session", start=start, end=end)
             root.attributes.update(attributes)
@@ -394,26 +394,28 @@ class _Builder:
             request_id = _rpc_id_text(row["rpc_id"]) if row["rpc_kind"] == "request" else None
             _put(
                 a,
-                mcp__method__name=method,
-                jsonrpc__request__id=request_id,
-                gen_ai__tool__name=target,
-                gen_ai__operation__name="execute_tool" if method == "tools/call" else None,
-                mcp__session__id=self.session_value.get(session),
-                mcp__protocol__version=row["protocol_version"]
-                or (row["era"] if row["era"] not in (None, "unknown") else None),
-                network__protocol__name="http",
-                network__transport="tcp",
-                http__request__method=row["method"],
-                http__response__status_code=row["status"],
-                url__scheme=row["scheme"],
-                url__path=row["path"],
-                client__address=row["client_ip"],
-                seamwatch__flow_id=row["flow_id"],
-                seamwatch__replica=row["replica"],
-                seamwatch__http__end=row["end_how"],
-                seamwatch__sse__cursor=row["last_event_id"],
-                seamwatch__stream__id=row["stream_id"],
-                seamwatch__stream__incarnation=row["incarnation"],
+                {
+                    "mcp.method.name": method,
+                    "jsonrpc.request.id": request_id,
+                    "gen_ai.tool.name": target,
+                    "gen_ai.operation.name": "execute_tool" if method == "tools/call" else None,
+                    "mcp.session.id": self.session_value.get(session),
+                    "mcp.protocol.version": row["protocol_version"]
+                    or (row["era"] if row["era"] not in (None, "unknown") else None),
+                    "network.protocol.name": "http",
+                    "network.transport": "tcp",
+                    "http.request.method": row["method"],
+                    "http.response.status_code": row["status"],
+                    "url.scheme": row["scheme"],
+                    "url.path": row["path"],
+                    "client.address": row["client_ip"],
+                    "seamwatch.flow_id": row["flow_id"],
+                    "seamwatch.replica": row["replica"],
+                    "seamwatch.http.end": row["end_how"],
+                    "seamwatch.sse.cursor": row["last_event_id"],
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.incarnation": row["incarnation"],
+                },
             )
             a.update(_server(row["authority"]))
             code = errors.get(row["flow_id"])
@@ -436,8 +438,12 @@ class _Builder:
             if self.payloads and method == "tools/call":
                 _put(
                     a,
-                    gen_ai__tool__call__arguments=_json_field(row["body"], "params", "arguments"),
-                    gen_ai__tool__call__result=results.get(row["flow_id"]),
+                    {
+                        "gen_ai.tool.call.arguments": _json_field(
+                            row["body"], "params", "arguments"
+                        ),
+                        "gen_ai.tool.call.result": results.get(row["flow_id"]),
+                    },
                 )
 
     def _error_codes(self) -> dict[str, int]:
@@ -508,16 +514,18 @@ class _Builder:
             self.stream_span[row["stream_id"]] = span
             _put(
                 span.attributes,
-                seamwatch__stream__id=row["stream_id"],
-                seamwatch__stream__kind=row["kind"],
-                seamwatch__stream__request_id=_rpc_id_text(row["request_id"]),
-                seamwatch__stream__request_method=method,
-                seamwatch__stream__incarnations=row["incarnations"],
-                seamwatch__stream__events=row["events"],
-                seamwatch__stream__response_delivered=row["response_delivered"],
-                seamwatch__stream__stale_cursor=row["stale_cursor"],
-                seamwatch__http__end=row["last_end_how"],
-                seamwatch__replica=row["replica"],
+                {
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.kind": row["kind"],
+                    "seamwatch.stream.request_id": _rpc_id_text(row["request_id"]),
+                    "seamwatch.stream.request_method": method,
+                    "seamwatch.stream.incarnations": row["incarnations"],
+                    "seamwatch.stream.events": row["events"],
+                    "seamwatch.stream.response_delivered": row["response_delivered"],
+                    "seamwatch.stream.stale_cursor": row["stale_cursor"],
+                    "seamwatch.http.end": row["last_end_how"],
+                    "seamwatch.replica": row["replica"],
+                },
             )
 
     def _incarnation_spans(self) -> None:
@@ -541,16 +549,18 @@ class _Builder:
             self.incarnation_span[(row["stream_id"], n)] = span
             _put(
                 span.attributes,
-                seamwatch__stream__id=row["stream_id"],
-                seamwatch__stream__incarnation=n,
-                seamwatch__flow_id=row["flow_id"],
-                seamwatch__sse__cursor=row["cursor"],
-                seamwatch__sse__last_cursor=row["last_cursor"],
-                seamwatch__sse__retry_ms=row["last_retry_ms"],
-                seamwatch__sse__events=row["events"],
-                seamwatch__replica=row["replica"],
-                seamwatch__http__end=row["end_how"],
-                http__response__status_code=row["status"],
+                {
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.incarnation": n,
+                    "seamwatch.flow_id": row["flow_id"],
+                    "seamwatch.sse.cursor": row["cursor"],
+                    "seamwatch.sse.last_cursor": row["last_cursor"],
+                    "seamwatch.sse.retry_ms": row["last_retry_ms"],
+                    "seamwatch.sse.events": row["events"],
+                    "seamwatch.replica": row["replica"],
+                    "seamwatch.http.end": row["end_how"],
+                    "http.response.status_code": row["status"],
+                },
             )
             stream.end = max(stream.end, span.end)
 
@@ -617,13 +627,15 @@ class _Builder:
             attributes: Attributes = {"seamwatch.sse.priming": bool(row["id_only"])}
             _put(
                 attributes,
-                seamwatch__sse__event_id=row["event_id"],
-                seamwatch__sse__retry_ms=row["retry"],
-                seamwatch__sse__event_type=row["event"],
-                seamwatch__sse__ordinal=row["ordinal"],
-                seamwatch__jsonrpc__kind=row["kind"],
-                mcp__method__name=row["method"],
-                jsonrpc__request__id=_rpc_id_text(row["rpc_id"]),
+                {
+                    "seamwatch.sse.event_id": row["event_id"],
+                    "seamwatch.sse.retry_ms": row["retry"],
+                    "seamwatch.sse.event_type": row["event"],
+                    "seamwatch.sse.ordinal": row["ordinal"],
+                    "seamwatch.jsonrpc.kind": row["kind"],
+                    "mcp.method.name": row["method"],
+                    "jsonrpc.request.id": _rpc_id_text(row["rpc_id"]),
+                },
             )
             span.events.append(Event(SSE_EVENT, attributes, row["ts"], limit=None))
 
