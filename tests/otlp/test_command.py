@@ -6,6 +6,7 @@ tools/call stream cut after e4, resumed from e4 by a GET that gets only e7..e10.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from analyzer.cli import main
+from analyzer.cli import build_parser, main
 from tests.support.lab_capture import LabRun, requires_proxy, run_lab
 from tests.support.otlp import attributes, otlp_receiver, parse_otlp_json, spans_of
 
@@ -193,3 +194,12 @@ def test_analyze_json_does_not_import_opentelemetry(run: LabRun, tmp_path: Path)
     )
     assert done.stdout.strip() == "[]", done.stderr
     assert (tmp_path / "r.json").stat().st_size > 0
+
+
+def test_every_export_argument_has_help() -> None:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    export = sub.choices["export"]
+    assert [a.dest for a in export._actions if not (a.help or "").strip()] == []
+    formats = next(a for a in sub.choices["analyze"]._actions if "--format" in a.option_strings)
+    assert formats.choices is not None and "otlp-json" in formats.choices
