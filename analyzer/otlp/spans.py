@@ -29,6 +29,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from analyzer import __version__
+from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -289,7 +290,7 @@ class _Builder:
             wanted = wanted | pl.col("text").str.contains('"tools/call"', literal=True)
         hashes = exchanges.select(pl.col("request_body_hash").alias("data_hash")).drop_nulls()
         return (
-            self.timeline.payloads.join(hashes.unique(), on="data_hash", how="semi")
+            payloads_of(self.timeline, hashes.unique())
             .filter(wanted & ~pl.col("base64"))
             .select(pl.col("data_hash").alias("request_body_hash"), pl.col("text").alias("body"))
         )
@@ -466,7 +467,7 @@ class _Builder:
     def _tool_results(self) -> dict[str, str]:
         """flow id of a tools/call -> its result's JSON text (`--otlp-payloads` only)."""
         t = self.timeline
-        answers = (
+        answered = (
             t.tool_calls.filter(pl.col("result_flow_id").is_not_null())
             .select("flow_id", "request_id", "result_flow_id")
             .join(
@@ -479,7 +480,10 @@ class _Builder:
                 ),
                 on=["result_flow_id", "request_id"],
             )
-            .join(t.payloads.filter(~pl.col("base64")), on="data_hash")
+        )
+        texts = payloads_of(t, answered.select("data_hash").unique()).filter(~pl.col("base64"))
+        answers = (
+            answered.join(texts, on="data_hash")
             .unique("flow_id", keep="first")
             .select("flow_id", "text")
             .collect()
