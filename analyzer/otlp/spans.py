@@ -194,7 +194,7 @@ def _put(attributes: Attributes, values: Mapping[str, Any]) -> None:
 
 
 class _Builder:
-    """Collects the frames once, then builds the spans session by session."""
+    """Collects each frame once, then builds every session's spans, one kind of span at a time."""
 
     def __init__(self, timeline: Timeline, findings: pl.DataFrame, *, payloads: bool) -> None:
         self.timeline = timeline
