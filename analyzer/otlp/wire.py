@@ -48,25 +48,29 @@ def to_otlp_json(spans: Sequence[ReadableSpan]) -> str:
     analysis; the tests parse the text back with opentelemetry-proto and compare it with
     `export_request` field by field.
     """
-    resources: dict[int, tuple[Resource, dict[int, tuple[InstrumentationScope, list[Any]]]]] = {}
+    # Each span becomes text at once, so only the text of the whole request is held, not a
+    # tree of dicts for every attribute of every event.
+    resources: dict[int, tuple[Resource, dict[int, tuple[InstrumentationScope, list[str]]]]] = {}
     for span in spans:
         _, scopes = resources.setdefault(id(span.resource), (span.resource, {}))
         scope = span.instrumentation_scope or _NO_SCOPE
-        scopes.setdefault(id(scope), (scope, []))[1].append(_span_object(span))
-    document = {
-        "resourceSpans": [
-            {
-                "resource": _attributes_object(resource.attributes),
-                "scopeSpans": [
-                    {"scope": _scope_object(scope), "spans": encoded}
-                    for scope, encoded in scopes.values()
-                ],
-            }
-            for resource, scopes in resources.values()
+        scopes.setdefault(id(scope), (scope, []))[1].append(_dumps(_span_object(span)))
+    resource_texts = []
+    for resource, scopes in resources.values():
+        scope_texts = [
+            f'{{"scope":{_dumps(_scope_object(scope))},"spans":[{",".join(texts)}]}}'
+            for scope, texts in scopes.values()
         ]
-    }
+        resource_texts.append(
+            f'{{"resource":{_dumps(_attributes_object(resource.attributes))},'
+            f'"scopeSpans":[{",".join(scope_texts)}]}}'
+        )
+    return f'{{"resourceSpans":[{",".join(resource_texts)}]}}\n'
+
+
+def _dumps(value: object) -> str:
     # ensure_ascii: attribute text from payloads may hold lone surrogates (no UTF-8 form).
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=True) + "\n"
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
 
 
 _NO_SCOPE: Final = InstrumentationScope("")
