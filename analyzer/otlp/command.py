@@ -20,7 +20,7 @@ import polars as pl
 from analyzer.cli import EXIT_OK, UsageError
 from analyzer.detectors import run_detectors
 from analyzer.otlp import OtlpError
-from analyzer.otlp.spans import timeline_spans
+from analyzer.otlp.spans import iter_spans
 from analyzer.otlp.wire import send, to_otlp_json
 from analyzer.report.run import load_timeline
 from analyzer.scratch import scratch_prefix
@@ -36,7 +36,7 @@ EXIT_NOT_ACCEPTED: Final = 1
 
 def otlp_json(timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False) -> str:
     """The analysis as one OTLP/JSON `ExportTraceServiceRequest` (`analyze --format otlp-json`)."""
-    return to_otlp_json(timeline_spans(timeline, findings, payloads=payloads))
+    return to_otlp_json(iter_spans(timeline, findings, payloads=payloads))
 
 
 def check_endpoint(endpoint: str | None) -> None:
@@ -65,16 +65,17 @@ def export_command(args: argparse.Namespace) -> int:
             spill_dir=Path(spill),
         )
         findings = run_detectors(timeline)
-        spans = timeline_spans(timeline, findings, payloads=args.otlp_payloads)
-    try:
-        requests = send(spans, args.otlp_endpoint)
-    except OtlpError as e:
-        print(f"seamwatch: {e}", file=sys.stderr)
-        return EXIT_NOT_ACCEPTED
-    traces = len({span.context.trace_id for span in spans if span.context is not None})
+        try:
+            # Sent as they are made, while the timeline's spill folder still exists.
+            sent = send(
+                iter_spans(timeline, findings, payloads=args.otlp_payloads), args.otlp_endpoint
+            )
+        except OtlpError as e:
+            print(f"seamwatch: {e}", file=sys.stderr)
+            return EXIT_NOT_ACCEPTED
     print(
-        f"seamwatch export: {traces} traces, {len(spans)} spans, {findings.height} findings; "
-        f"{requests} requests accepted",
+        f"seamwatch export: {sent.traces} traces, {sent.spans} spans, {findings.height} "
+        f"findings; {sent.requests} requests accepted",
         file=sys.stderr,
     )
     return EXIT_OK

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,7 +34,7 @@ from analyzer.timeline import payloads_of
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["FINDING_EVENT", "SSE_EVENT", "timeline_spans"]
+__all__ = ["FINDING_EVENT", "SSE_EVENT", "batches", "iter_spans", "timeline_spans"]
 
 FINDING_EVENT: Final = "seamwatch.finding"
 SSE_EVENT: Final = "seamwatch.sse.event"
@@ -59,7 +59,9 @@ class _Span:
     depth: int = 0  # 0 for a session's root, 1 under it, 2 for an incarnation
     kind: SpanKind = SpanKind.INTERNAL
     attributes: Attributes = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
+    # (name, attributes, time): SDK Events are made when the span is frozen, so only the
+    # spans being written are held as SDK objects.
+    events: list[tuple[str, Attributes, int]] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     error: str | None = None
 
@@ -71,7 +73,10 @@ class _Span:
         status = (
             Status(StatusCode.UNSET) if self.error is None else Status(StatusCode.ERROR, self.error)
         )
-        events = sorted(self.events, key=lambda e: e.timestamp)
+        events = [
+            Event(name, attributes, stamp, limit=None)
+            for name, attributes, stamp in sorted(self.events, key=lambda e: e[2])
+        ]
         return ReadableSpan(
             name=self.name,
             context=self.context(),
@@ -102,6 +107,14 @@ def timeline_spans(
     timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False
 ) -> list[ReadableSpan]:
     """Every span of the export, session by session (a session's spans are adjacent)."""
+    return list(iter_spans(timeline, findings, payloads=payloads))
+
+
+def iter_spans(
+    timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False
+) -> Iterator[ReadableSpan]:
+    """`timeline_spans` one at a time: the spans are built first, then made SDK spans as they
+    are taken, so a writer that encodes each at once never holds them all."""
     return _Builder(timeline, findings, payloads=payloads).build()
 
 
@@ -208,7 +221,7 @@ class _Builder:
         self.trace_key: dict[str, str] = {}
         self.session_value: dict[str, str | None] = {}
 
-    def build(self) -> list[ReadableSpan]:
+    def build(self) -> Iterator[ReadableSpan]:
         exchanges = self._exchanges()
         self._sessions(exchanges)
         self._exchange_spans(exchanges)
@@ -220,13 +233,11 @@ class _Builder:
         by_trace: dict[int, list[_Span]] = defaultdict(list)
         for span in self.spans.values():
             by_trace[span.trace_id].append(span)
-        ordered: list[ReadableSpan] = []
+        self.spans.clear()
         for root in sorted(self.roots.values(), key=lambda s: (s.start, s.span_id)):
-            ordered.extend(
-                s.freeze()
-                for s in sorted(by_trace[root.trace_id], key=lambda s: (s.start, s.depth, s.name))
-            )
-        return ordered
+            trace = by_trace.pop(root.trace_id)
+            for span in sorted(trace, key=lambda s: (s.start, s.depth, s.name)):
+                yield span.freeze()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -641,7 +652,7 @@ class _Builder:
                     "jsonrpc.request.id": _rpc_id_text(row["rpc_id"]),
                 },
             )
-            span.events.append(Event(SSE_EVENT, attributes, row["ts"], limit=None))
+            span.events.append((SSE_EVENT, attributes, row["ts"]))
 
     def _finding_events(self) -> None:
         frame = self.findings.with_columns(
@@ -660,7 +671,7 @@ class _Builder:
                 if row[name]:
                     attributes[f"seamwatch.finding.{name}"] = list(row[name])
             stamp = row["first_ts"] if row["first_ts"] is not None else span.start
-            span.events.append(Event(FINDING_EVENT, attributes, stamp, limit=None))
+            span.events.append((FINDING_EVENT, attributes, stamp))
             if row["severity"] == "high":
                 span.error = row["title"]
 
@@ -686,7 +697,7 @@ class _Builder:
         return self.roots[session]
 
 
-def batches(spans: Sequence[ReadableSpan], size: int) -> Iterable[list[ReadableSpan]]:
+def batches(spans: Iterable[ReadableSpan], size: int) -> Iterator[list[ReadableSpan]]:
     """The spans in batches of about `size`, a trace never split unless it alone is larger."""
     batch: list[ReadableSpan] = []
     trace: int | None = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -26,7 +27,15 @@ from opentelemetry.trace import SpanContext
 from analyzer.otlp import OtlpError
 from analyzer.otlp.spans import batches
 
-__all__ = ["BATCH_SPANS", "TRACES_PATH", "export_request", "send", "to_otlp_json", "traces_url"]
+__all__ = [
+    "BATCH_SPANS",
+    "TRACES_PATH",
+    "Sent",
+    "export_request",
+    "send",
+    "to_otlp_json",
+    "traces_url",
+]
 
 #: Spans per OTLP/HTTP request (a session's spans stay together unless it alone has more).
 BATCH_SPANS: Final = 512
@@ -40,7 +49,7 @@ def export_request(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
     return request
 
 
-def to_otlp_json(spans: Sequence[ReadableSpan]) -> str:
+def to_otlp_json(spans: Iterable[ReadableSpan]) -> str:
     """The spans as one OTLP/JSON `ExportTraceServiceRequest`, one line and a newline.
 
     Written straight from the spans rather than through `json_format.MessageToDict` of
@@ -165,15 +174,25 @@ def traces_url(endpoint: str) -> str:
     return endpoint
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What an export sent: requests accepted, spans and traces in them."""
+
+    requests: int
+    spans: int
+    traces: int
+
+
 def send(
-    spans: Sequence[ReadableSpan], endpoint: str | None, *, batch_spans: int = BATCH_SPANS
-) -> int:
-    """Send the spans over OTLP/HTTP (protobuf) through OpenTelemetry's exporter; the number of
-    requests sent. The exporter honours the `OTEL_EXPORTER_OTLP_*` variables (headers,
-    timeout, compression, certificates; the endpoint when `endpoint` is None). OtlpError, with
-    the exporter's last complaints, when a request is not accepted."""
+    spans: Iterable[ReadableSpan], endpoint: str | None, *, batch_spans: int = BATCH_SPANS
+) -> Sent:
+    """Send the spans over OTLP/HTTP (protobuf) through OpenTelemetry's exporter. The exporter
+    honours the `OTEL_EXPORTER_OTLP_*` variables (headers, timeout, compression, certificates;
+    the endpoint when `endpoint` is None). OtlpError, with the exporter's last complaints, when
+    a request is not accepted."""
     exporter = OTLPSpanExporter(endpoint=traces_url(endpoint) if endpoint else None)
-    sent = 0
+    requests = count = 0
+    traces: set[int] = set()
     with _complaints() as complaints:
         try:
             for batch in batches(spans, batch_spans):
@@ -183,12 +202,14 @@ def send(
                     last = "; ".join(complaints[-2:]) or "no reason given"
                     raise OtlpError(
                         f"the OTLP receiver at {where} did not accept {len(batch)} spans "
-                        f"(after {sent} accepted requests): {last}"
+                        f"(after {requests} accepted requests): {last}"
                     )
-                sent += 1
+                requests += 1
+                count += len(batch)
+                traces.update(span.context.trace_id for span in batch if span.context)
         finally:
             exporter.shutdown()  # type: ignore[no-untyped-call]  # closes its HTTP session
-    return sent
+    return Sent(requests=requests, spans=count, traces=len(traces))
 
 
 class _Complaints(logging.Handler):

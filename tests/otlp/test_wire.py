@@ -112,9 +112,10 @@ def test_send_is_received_and_decoded_by_an_otlp_http_receiver(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
     spans = _spans(sessions=3)
     with otlp_receiver() as receiver:
-        requests = send(spans, receiver.url.removesuffix("/v1/traces"), batch_spans=4)
+        sent = send(spans, receiver.url.removesuffix("/v1/traces"), batch_spans=4)
     assert not receiver.problems
-    assert requests == len(receiver.requests) == 3  # a session's trace is never split
+    assert sent.requests == len(receiver.requests) == 3  # a session's trace is never split
+    assert (sent.spans, sent.traces) == (len(spans), 3)
     for got in receiver.requests:
         assert got.headers["content-type"] == "application/x-protobuf"
         assert got.headers["content-encoding"] == "gzip"
