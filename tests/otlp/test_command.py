@@ -203,3 +203,16 @@ def test_every_export_argument_has_help() -> None:
     assert [a.dest for a in export._actions if not (a.help or "").strip()] == []
     formats = next(a for a in sub.choices["analyze"]._actions if "--format" in a.option_strings)
     assert formats.choices is not None and "otlp-json" in formats.choices
+
+
+def test_otlp_json_to_stdout_with_payloads(
+    run: LabRun, otlp_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = str(run.directory / "capture")
+    code = main(["analyze", capture, "--format", "otlp-json", "--otlp-payloads"])
+    assert code == 1
+    spans = spans_of(parse_otlp_json(capsys.readouterr().out))
+    call = _named(spans, "tools/call slow_report")
+    assert "gen_ai.tool.call.arguments" in attributes(call)
+    without = spans_of(parse_otlp_json(otlp_file.read_text(encoding="utf-8")))
+    assert [s.span_id for s in spans] == [s.span_id for s in without]
