@@ -178,6 +178,15 @@ def _cmd_baseline_write(args: argparse.Namespace) -> int:
     return baseline_write_command(args)
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from analyzer.otlp.command import export_command
+
+    return export_command(args)
+
+
+_OTLP_PAYLOADS_HELP = "OTLP: add tool-call arguments and results (as captured, redacted)"
+
+
 def _cmd_lab(args: argparse.Namespace) -> int:
     from lab.cli import main as lab_main
 
@@ -256,9 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--format",
-        choices=("table", "json", "junit", "sarif"),
+        choices=("table", "json", "junit", "sarif", "otlp-json"),
         default="table",
-        help="report format (default table)",
+        help="report format (default table; otlp-json: the timelines as OTLP traces)",
     )
     a.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     a.add_argument(
@@ -273,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="findings recorded in this baseline are reported as baselined, never failed on",
     )
     _analysis_options(a)
+    a.add_argument("--otlp-payloads", action="store_true", help=_OTLP_PAYLOADS_HELP)
     a.set_defaults(func=_cmd_analyze)
 
     b = sub.add_parser("baseline", help="accept today's findings, fail only on new ones")
@@ -283,6 +293,19 @@ def build_parser() -> argparse.ArgumentParser:
     bw.add_argument("--reason", metavar="TEXT", help="why these findings are accepted")
     _analysis_options(bw)
     bw.set_defaults(func=_cmd_baseline_write)
+
+    e = sub.add_parser("export", help="send the timelines as OTLP traces (OTLP/HTTP)")
+    e.add_argument("paths", nargs="+", metavar="PATH", help="inputs, as for analyze")
+    e.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="OTLP/HTTP receiver (an origin gets /v1/traces; default: OTEL_EXPORTER_OTLP_*)",
+    )
+    e.add_argument("--otlp-payloads", action="store_true", help=_OTLP_PAYLOADS_HELP)
+    e.add_argument("--replica-header", metavar="NAME", help="replica header in dumps and HAR")
+    e.add_argument("--client-header", metavar="NAME", help="client header for 2026 traffic")
+    e.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    e.set_defaults(func=_cmd_export)
 
     d = sub.add_parser("dashboard", help="browse sessions and findings in a browser")
     d.add_argument(

@@ -86,10 +86,22 @@ def analyze_command(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     baseline = _read_baseline(args.baseline)
     _check_out(args.out)
-    report = analyze_paths(args, fail_on=fail_on)
+    traces: list[str] = []
+
+    def otlp(timeline: Timeline, findings: pl.DataFrame) -> None:
+        from analyzer.otlp.command import otlp_json
+
+        traces.append(otlp_json(timeline, findings, payloads=args.otlp_payloads))
+
+    report = analyze_paths(
+        args, fail_on=fail_on, on_timeline=otlp if args.format == "otlp-json" else None
+    )
     if baseline is not None:
         report = report.with_baseline(apply_baseline(report.findings, baseline, path=args.baseline))
-    write_report(report, args.format, args.out)
+    if traces:
+        _write_text(traces[0], args.out)
+    else:
+        write_report(report, args.format, args.out)
     return exit_code(report.new_findings, fail_on)
 
 
@@ -109,7 +121,12 @@ def baseline_write_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def analyze_paths(args: argparse.Namespace, *, fail_on: Severity | None) -> Report:
+def analyze_paths(
+    args: argparse.Namespace,
+    *,
+    fail_on: Severity | None,
+    on_timeline: Callable[[Timeline, pl.DataFrame], None] | None = None,
+) -> Report:
     """Read the inputs `args.paths` with the analysis options and run the detectors chosen:
     the report of `analyze` and `baseline write`."""
     only, disable, config = detector_options(args)
@@ -145,6 +162,9 @@ def analyze_paths(args: argparse.Namespace, *, fail_on: Severity | None) -> Repo
             timeline, only=only, disable=disable, config=config, on_start=on_start
         )
         progress.step("writing report")
+        if on_timeline is not None:
+            # Built from the timeline itself, so before its spill folder goes.
+            on_timeline(timeline, findings)
         return build_report(timeline, findings, chosen, fail_on=fail_on)
 
 
@@ -305,6 +325,18 @@ def write_report(report: Report, fmt: str, out: str | None) -> None:
             _emit(report, fmt, f)
     except OSError as e:
         raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+
+
+def _write_text(text: str, out: str | None) -> None:
+    """Write text rendered from the timeline itself (`otlp-json`) to the file `out`, or stdout."""
+    try:
+        if out is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        Path(out).write_text(text, encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise UsageError(f"cannot write {out or 'stdout'}: {e.strerror or e}") from None
 
 
 def _emit(report: Report, fmt: str, stream: TextIO) -> None:

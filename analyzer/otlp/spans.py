@@ -1,0 +1,712 @@
+"""A timeline and its findings as OpenTelemetry spans: one trace per session (issue #32).
+
+Per session a root span; under it a CLIENT span per HTTP exchange named
+`{mcp.method.name} {target}` with the MCP semantic conventions' attributes the exchange has
+(OpenTelemetry GenAI semconv, `gen-ai/mcp.md`), and a span per logical stream with one child
+span per incarnation. Each SSE event is a span event on its incarnation; a resume links to the
+incarnation that issued its cursor (in another session's trace when the cursor came from
+there); a request whose `params._meta.traceparent` names a trace links to it. Each finding is a
+`seamwatch.finding` span event on the span of its first evidence, and a high one sets that
+span's status to error. What the conventions lack is in the `seamwatch.*` namespace.
+
+Times are the capture's wall clock, so the spans line up with the servers' own traces. Ids are
+hashes of the capture run, session and flow ids: the same input gives the same trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from analyzer import __version__
+from analyzer.timeline import payloads_of
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+__all__ = ["FINDING_EVENT", "SSE_EVENT", "batches", "iter_spans", "timeline_spans"]
+
+FINDING_EVENT: Final = "seamwatch.finding"
+SSE_EVENT: Final = "seamwatch.sse.event"
+
+_SCOPE: Final = InstrumentationScope("seamwatch", __version__)
+_RESOURCE: Final = Resource({"service.name": "seamwatch", "service.version": __version__})
+_NO_SESSION: Final = "(no session)"
+
+Attributes = dict[str, Any]
+
+
+@dataclass
+class _Span:
+    """A span being assembled; frozen into a ReadableSpan at the end."""
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    start: int
+    end: int
+    depth: int = 0  # 0 for a session's root, 1 under it, 2 for an incarnation
+    kind: SpanKind = SpanKind.INTERNAL
+    attributes: Attributes = field(default_factory=dict)
+    # (name, attributes, time): SDK Events are made when the span is frozen, so only the
+    # spans being written are held as SDK objects.
+    events: list[tuple[str, Attributes, int]] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    error: str | None = None
+
+    def context(self) -> SpanContext:
+        return _context(self.trace_id, self.span_id)
+
+    def freeze(self) -> ReadableSpan:
+        parent = None if self.parent_id is None else _context(self.trace_id, self.parent_id)
+        status = (
+            Status(StatusCode.UNSET) if self.error is None else Status(StatusCode.ERROR, self.error)
+        )
+        events = [
+            Event(name, attributes, stamp, limit=None)
+            for name, attributes, stamp in sorted(self.events, key=lambda e: e[2])
+        ]
+        return ReadableSpan(
+            name=self.name,
+            context=self.context(),
+            parent=parent,
+            resource=_RESOURCE,
+            attributes=self.attributes,
+            events=events,
+            links=self.links,
+            kind=self.kind,
+            status=status,
+            start_time=self.start,
+            end_time=max(self.end, self.start),
+            instrumentation_scope=_SCOPE,
+        )
+
+
+def _context(trace_id: int, span_id: int, *, remote: bool = False) -> SpanContext:
+    return SpanContext(trace_id, span_id, is_remote=remote, trace_flags=TraceFlags(1))
+
+
+def _hash_id(bits: int, *parts: str) -> int:
+    """A non-zero id of `bits` bits from the parts (ids must not be all zero: W3C trace context)."""
+    digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[: bits // 8], "big") or 1
+
+
+def timeline_spans(
+    timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False
+) -> list[ReadableSpan]:
+    """Every span of the export, session by session (a session's spans are adjacent)."""
+    return list(iter_spans(timeline, findings, payloads=payloads))
+
+
+def iter_spans(
+    timeline: Timeline, findings: pl.DataFrame, *, payloads: bool = False
+) -> Iterator[ReadableSpan]:
+    """`timeline_spans` one at a time: the spans are built first, then made SDK spans as they
+    are taken, so a writer that encodes each at once never holds them all."""
+    return _Builder(timeline, findings, payloads=payloads).build()
+
+
+def _epoch(frame: pl.LazyFrame, *columns: str) -> pl.LazyFrame:
+    """Datetime columns as ns integers: Python datetimes stop at microseconds."""
+    return frame.with_columns(pl.col(name).dt.epoch("ns") for name in columns)
+
+
+def _rpc_id_text(rpc_id: str | None) -> str | None:
+    """`jsonrpc.request.id` of a canonical JSON id: 7 -> "7", "a" -> "a"; None for null ids."""
+    if rpc_id is None or rpc_id == "null":
+        return None
+    try:
+        value = json.loads(rpc_id)
+    except ValueError:
+        return rpc_id
+    if value is None:
+        return None
+    return value if isinstance(value, str) else rpc_id
+
+
+def parse_traceparent(value: object) -> tuple[int, int] | None:
+    """(trace id, parent span id) of a W3C `traceparent` value; None unless well formed."""
+    if not isinstance(value, str):
+        return None
+    parts = value.strip().split("-")
+    # W3C Trace Context §3.2: version-traceid-parentid-flags, lowercase hex; version ff is
+    # invalid, and so are all-zero ids.
+    if len(parts) < 4 or [len(p) for p in parts[:4]] != [2, 32, 16, 2]:
+        return None
+    version, trace, parent, flags = parts[:4]
+    hexdigits = set("0123456789abcdef")
+    if not all(set(p) <= hexdigits for p in (version, trace, parent, flags)) or version == "ff":
+        return None
+    if version == "00" and len(parts) != 4:
+        return None
+    trace_id, span_id = int(trace, 16), int(parent, 16)
+    if not trace_id or not span_id:
+        return None
+    return trace_id, span_id
+
+
+def _meta_traceparent(text: str | None) -> tuple[int, int] | None:
+    """The traceparent of a request body's `params._meta` (the MCP semconv's propagation)."""
+    if not text:
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    messages = body if isinstance(body, list) else [body]
+    for message in messages:
+        params = message.get("params") if isinstance(message, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict):
+            found = parse_traceparent(meta.get("traceparent"))
+            if found is not None:
+                return found
+    return None
+
+
+def _json_field(text: str | None, *path: str) -> str | None:
+    """Canonical-enough JSON text of `path` inside the JSON document `text`, or None."""
+    if not text:
+        return None
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        return None
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _server(authority: str | None) -> Attributes:
+    """`server.address` and `server.port` of an authority `host[:port]`."""
+    if not authority:
+        return {}
+    host, sep, port = authority.rpartition(":")
+    if sep and port.isdigit() and not host.endswith(":"):
+        return {"server.address": host.strip("[]"), "server.port": int(port)}
+    return {"server.address": authority.strip("[]")}
+
+
+def _put(attributes: Attributes, values: Mapping[str, Any]) -> None:
+    """Set the attributes whose value is known (OTLP has no null attribute)."""
+    attributes.update((key, value) for key, value in values.items() if value is not None)
+
+
+class _Builder:
+    """Collects each frame once, then builds every session's spans, one kind of span at a time."""
+
+    def __init__(self, timeline: Timeline, findings: pl.DataFrame, *, payloads: bool) -> None:
+        self.timeline = timeline
+        self.findings = findings
+        self.payloads = payloads
+        self.spans: dict[int, _Span] = {}
+        self.roots: dict[str, _Span] = {}
+        self.flow_span: dict[str, _Span] = {}
+        self.stream_span: dict[str, _Span] = {}
+        self.incarnation_span: dict[tuple[str, int], _Span] = {}
+        self.trace_key: dict[str, str] = {}
+        self.session_value: dict[str, str | None] = {}
+
+    def build(self) -> Iterator[ReadableSpan]:
+        exchanges = self._exchanges()
+        self._sessions(exchanges)
+        self._exchange_spans(exchanges)
+        self._stream_spans()
+        self._incarnation_spans()
+        self._resume_links()
+        self._sse_events()
+        self._finding_events()
+        by_trace: dict[int, list[_Span]] = defaultdict(list)
+        for span in self.spans.values():
+            by_trace[span.trace_id].append(span)
+        self.spans.clear()
+        for root in sorted(self.roots.values(), key=lambda s: (s.start, s.span_id)):
+            trace = by_trace.pop(root.trace_id)
+            for span in sorted(trace, key=lambda s: (s.start, s.depth, s.name)):
+                yield span.freeze()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _exchanges(self) -> pl.DataFrame:
+        t = self.timeline
+        first_request = (
+            t.messages.filter(
+                (pl.col("source") == "request_body")
+                & (pl.col("kind") == "request")
+                & pl.col("member").fill_null(0).eq(0)
+            )
+            .group_by("flow_id")
+            .agg(pl.col("tool_name").first())
+        )
+        exchanges = _epoch(
+            t.exchanges.select(
+                "session_id",
+                "stream_id",
+                "ts",
+                "seq",
+                "flow_id",
+                "run_id",
+                "incarnation",
+                "era",
+                "method",
+                "scheme",
+                "authority",
+                "path",
+                "client_ip",
+                "status",
+                "last_event_id",
+                "protocol_version",
+                "rpc_kind",
+                "rpc_id",
+                "rpc_method",
+                "replica",
+                "response_ts",
+                "end_how",
+                "end_ts",
+                "end_error",
+                "request_body_hash",
+                "unreachable",
+            ),
+            "ts",
+            "response_ts",
+            "end_ts",
+        ).join(first_request, on="flow_id", how="left")
+        bodies = self._request_bodies(exchanges)
+        return (
+            exchanges.join(bodies, on="request_body_hash", how="left")
+            .with_columns(pl.col("session_id").fill_null(_NO_SESSION))
+            .sort("ts", "seq", "flow_id")
+            .collect()
+        )
+
+    def _request_bodies(self, exchanges: pl.LazyFrame) -> pl.LazyFrame:
+        """The request bodies the export reads: those naming a traceparent, and with
+        `--otlp-payloads` those of tool calls (their arguments)."""
+        wanted = pl.col("text").str.contains("traceparent", literal=True)
+        if self.payloads:
+            wanted = wanted | pl.col("text").str.contains('"tools/call"', literal=True)
+        hashes = exchanges.select(pl.col("request_body_hash").alias("data_hash")).drop_nulls()
+        return (
+            payloads_of(self.timeline, hashes.unique())
+            .filter(wanted & ~pl.col("base64"))
+            .select(pl.col("data_hash").alias("request_body_hash"), pl.col("text").alias("body"))
+        )
+
+    def _sessions(self, exchanges: pl.DataFrame) -> None:
+        runs = (
+            exchanges.group_by("session_id", maintain_order=True)
+            .agg(
+                pl.col("run_id").first(),
+                pl.col("ts").min(),
+                pl.max_horizontal("ts", "response_ts", "end_ts").max().alias("end_ts"),
+            )
+            .rows(named=True)
+        )
+        sessions = {
+            row["session_id"]: row
+            for row in _epoch(self.timeline.sessions, "start", "last_ts", "end_ts")
+            .collect()
+            .rows(named=True)
+        }
+        for run in runs:
+            key = run["session_id"]
+            self.trace_key[key] = f"{run['run_id'] or ''}\x00{key}"
+            info = sessions.get(key, {})
+            start = info.get("start") or run["ts"]
+            end = max(v for v in (info.get("last_ts"), run["end_ts"], start) if v)
+            kind = info.get("kind")
+            # Only the eras with sessions have an id for `mcp.session.id`: Mcp-Session-Id, and
+            # the legacy transport's session query value. `anon:` and `client:` keys are
+            # seamwatch's own grouping of sessionless traffic.
+            value = key.split(":", 1)[1] if kind in ("mcp", "legacy") else None
+            self.session_value[key] = value
+            attributes: Attributes = {"seamwatch.session.key": key}
+            era = info.get("era")
+            _put(
+                attributes,
+                {
+                    "mcp.session.id": value,
+                    "seamwatch.session.kind": kind,
+                    "mcp.protocol.version": era if era and era != "unknown" else None,
+                    "seamwatch.session.end": info.get("end_how"),
+                    "seamwatch.client.info": info.get("client_info"),
+                    "client.address": info.get("client_ip"),
+                    "seamwatch.server": info.get("server"),
+                },
+            )
+            root = self._new(key, "session", key, name="mcp session", start=start, end=end)
+            root.attributes.update(attributes)
+            self.roots[key] = root
+
+    def _new(
+        self,
+        session: str,
+        kind: str,
+        key: str,
+        *,
+        name: str,
+        start: int,
+        end: int,
+        parent: _Span | None = None,
+    ) -> _Span:
+        trace_key = self.trace_key[session]
+        span = _Span(
+            name=name,
+            trace_id=_hash_id(128, trace_key),
+            span_id=_hash_id(64, trace_key, kind, key),
+            parent_id=None if parent is None else parent.span_id,
+            start=start,
+            end=end,
+            depth=0 if parent is None else parent.depth + 1,
+        )
+        self.spans[span.span_id] = span
+        return span
+
+    # -- exchanges --------------------------------------------------------------------------
+
+    def _exchange_spans(self, exchanges: pl.DataFrame) -> None:
+        errors = self._error_codes()
+        results = self._tool_results() if self.payloads else {}
+        for row in exchanges.iter_rows(named=True):
+            session = row["session_id"]
+            start = row["ts"]
+            end = row["end_ts"] or row["response_ts"] or start
+            method = row["rpc_method"]
+            target = row["tool_name"] if method == "tools/call" else None
+            if method:
+                name = f"{method} {target}" if target else method
+            else:
+                name = f"{row['method']} {row['path']}"
+            span = self._new(
+                session,
+                "flow",
+                row["flow_id"],
+                name=name,
+                start=start,
+                end=end,
+                parent=self.roots[session],
+            )
+            span.kind = SpanKind.CLIENT
+            self.flow_span[row["flow_id"]] = span
+            a = span.attributes
+            request_id = _rpc_id_text(row["rpc_id"]) if row["rpc_kind"] == "request" else None
+            _put(
+                a,
+                {
+                    "mcp.method.name": method,
+                    "jsonrpc.request.id": request_id,
+                    "gen_ai.tool.name": target,
+                    "gen_ai.operation.name": "execute_tool" if method == "tools/call" else None,
+                    "mcp.session.id": self.session_value.get(session),
+                    "mcp.protocol.version": row["protocol_version"]
+                    or (row["era"] if row["era"] not in (None, "unknown") else None),
+                    "network.protocol.name": "http",
+                    "network.transport": "tcp",
+                    "http.request.method": row["method"],
+                    "http.response.status_code": row["status"],
+                    "url.scheme": row["scheme"],
+                    "url.path": row["path"],
+                    "client.address": row["client_ip"],
+                    "seamwatch.flow_id": row["flow_id"],
+                    "seamwatch.replica": row["replica"],
+                    "seamwatch.http.end": row["end_how"],
+                    "seamwatch.sse.cursor": row["last_event_id"],
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.incarnation": row["incarnation"],
+                },
+            )
+            a.update(_server(row["authority"]))
+            code = errors.get(row["flow_id"])
+            status = row["status"]
+            if code is not None:
+                a["rpc.response.status_code"] = str(code)
+                a["error.type"] = str(code)
+                span.error = f"JSON-RPC error {code}"
+            elif status is not None and status >= 400:
+                a["error.type"] = str(status)
+                span.error = f"HTTP {status}"
+            elif status is None:
+                a["error.type"] = "no_response"
+                span.error = row["unreachable"] or row["end_error"] or "no HTTP response"
+            parent = _meta_traceparent(row["body"])
+            if parent is not None:
+                span.links.append(
+                    Link(_context(*parent, remote=True), {"seamwatch.link": "traceparent"})
+                )
+            if self.payloads and method == "tools/call":
+                _put(
+                    a,
+                    {
+                        "gen_ai.tool.call.arguments": _json_field(
+                            row["body"], "params", "arguments"
+                        ),
+                        "gen_ai.tool.call.result": results.get(row["flow_id"]),
+                    },
+                )
+
+    def _error_codes(self) -> dict[str, int]:
+        """flow id -> JSON-RPC error code answering the exchange's own request."""
+        t = self.timeline
+        frame = (
+            t.messages.filter((pl.col("kind") == "error") & (pl.col("direction") == "s2c"))
+            .join(
+                t.exchanges.select("flow_id", pl.col("rpc_id").alias("asked")),
+                on="flow_id",
+            )
+            .filter(pl.col("rpc_id") == pl.col("asked"))
+            .group_by("flow_id")
+            .agg(pl.col("error_code").first())
+            .drop_nulls()
+            .collect()
+        )
+        return dict(zip(frame["flow_id"].to_list(), frame["error_code"].to_list(), strict=True))
+
+    def _tool_results(self) -> dict[str, str]:
+        """flow id of a tools/call -> its result's JSON text (`--otlp-payloads` only)."""
+        t = self.timeline
+        answered = (
+            t.tool_calls.filter(pl.col("result_flow_id").is_not_null())
+            .select("flow_id", "request_id", "result_flow_id")
+            .join(
+                t.messages.filter(
+                    pl.col("kind").is_in(["response", "error"]) & (pl.col("direction") == "s2c")
+                ).select(
+                    pl.col("flow_id").alias("result_flow_id"),
+                    pl.col("rpc_id").alias("request_id"),
+                    "data_hash",
+                ),
+                on=["result_flow_id", "request_id"],
+            )
+        )
+        texts = payloads_of(t, answered.select("data_hash").unique()).filter(~pl.col("base64"))
+        answers = (
+            answered.join(texts, on="data_hash")
+            .unique("flow_id", keep="first")
+            .select("flow_id", "text")
+            .collect()
+        )
+        found: dict[str, str] = {}
+        for flow_id, text in answers.iter_rows():
+            body = _json_field(text, "result") or _json_field(text, "error")
+            if body is not None:
+                found[flow_id] = body
+        return found
+
+    # -- streams and incarnations -----------------------------------------------------------
+
+    def _stream_spans(self) -> None:
+        streams = _epoch(self.timeline.streams, "ts", "end_ts").collect()
+        for row in streams.iter_rows(named=True):
+            session = row["session_id"] or _NO_SESSION
+            if session not in self.roots:
+                continue
+            method = row["request_method"]
+            name = f"SSE stream {method}" if row["kind"] == "post" and method else "SSE stream GET"
+            start = row["ts"]
+            span = self._new(
+                session,
+                "stream",
+                row["stream_id"],
+                name=name,
+                start=start,
+                end=row["end_ts"] or start,
+                parent=self.roots[session],
+            )
+            self.stream_span[row["stream_id"]] = span
+            _put(
+                span.attributes,
+                {
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.kind": row["kind"],
+                    "seamwatch.stream.request_id": _rpc_id_text(row["request_id"]),
+                    "seamwatch.stream.request_method": method,
+                    "seamwatch.stream.incarnations": row["incarnations"],
+                    "seamwatch.stream.events": row["events"],
+                    "seamwatch.stream.response_delivered": row["response_delivered"],
+                    "seamwatch.stream.stale_cursor": row["stale_cursor"],
+                    "seamwatch.http.end": row["last_end_how"],
+                    "seamwatch.replica": row["replica"],
+                },
+            )
+
+    def _incarnation_spans(self) -> None:
+        incarnations = _epoch(self.timeline.incarnations, "ts", "response_ts", "end_ts").collect()
+        for row in incarnations.iter_rows(named=True):
+            stream = self.stream_span.get(row["stream_id"])
+            if stream is None:
+                continue
+            session = row["session_id"] or _NO_SESSION
+            n = row["incarnation"]
+            start = row["ts"]
+            span = self._new(
+                session,
+                "incarnation",
+                f"{row['stream_id']}\x00{n}",
+                name=f"SSE incarnation {n}",
+                start=start,
+                end=row["end_ts"] or row["response_ts"] or start,
+                parent=stream,
+            )
+            self.incarnation_span[(row["stream_id"], n)] = span
+            _put(
+                span.attributes,
+                {
+                    "seamwatch.stream.id": row["stream_id"],
+                    "seamwatch.stream.incarnation": n,
+                    "seamwatch.flow_id": row["flow_id"],
+                    "seamwatch.sse.cursor": row["cursor"],
+                    "seamwatch.sse.last_cursor": row["last_cursor"],
+                    "seamwatch.sse.retry_ms": row["last_retry_ms"],
+                    "seamwatch.sse.events": row["events"],
+                    "seamwatch.replica": row["replica"],
+                    "seamwatch.http.end": row["end_how"],
+                    "http.response.status_code": row["status"],
+                },
+            )
+            stream.end = max(stream.end, span.end)
+
+    def _resume_links(self) -> None:
+        """Each resume's span links to the incarnation that issued its cursor."""
+        resumptions = self.timeline.resumptions.select(
+            "flow_id",
+            "cursor",
+            "status",
+            "cursor_stream_id",
+            "cursor_incarnation",
+            "answer_stream_id",
+            "answer_incarnation",
+        ).collect()
+        for row in resumptions.iter_rows(named=True):
+            issued = self.incarnation_span.get((row["cursor_stream_id"], row["cursor_incarnation"]))
+            if issued is None:
+                continue
+            resumed = self.incarnation_span.get(
+                (row["answer_stream_id"], row["answer_incarnation"])
+            ) or self.flow_span.get(row["flow_id"])
+            if resumed is None:
+                continue
+            attributes = {
+                "seamwatch.link": "resumed-from",
+                "seamwatch.sse.cursor": row["cursor"],
+                "seamwatch.cursor.status": row["status"],
+            }
+            resumed.links.append(Link(issued.context(), attributes))
+
+    # -- SSE events and findings ------------------------------------------------------------
+
+    def _sse_events(self) -> None:
+        t = self.timeline
+        carried = (
+            t.messages.filter((pl.col("source") == "sse") & pl.col("member").fill_null(0).eq(0))
+            .select("flow_id", "ordinal", "kind", "rpc_id", "method")
+            .unique(["flow_id", "ordinal"], keep="first")
+        )
+        events = (
+            _epoch(
+                t.sse_events.select(
+                    "stream_id",
+                    "ts",
+                    "flow_id",
+                    "incarnation",
+                    "ordinal",
+                    "event_id",
+                    "event",
+                    "retry",
+                    "id_only",
+                ),
+                "ts",
+            )
+            .join(carried, on=["flow_id", "ordinal"], how="left")
+            .collect()
+        )
+        for row in events.iter_rows(named=True):
+            span = self.incarnation_span.get(
+                (row["stream_id"], row["incarnation"])
+            ) or self.flow_span.get(row["flow_id"])
+            if span is None:
+                continue
+            attributes: Attributes = {"seamwatch.sse.priming": bool(row["id_only"])}
+            _put(
+                attributes,
+                {
+                    "seamwatch.sse.event_id": row["event_id"],
+                    "seamwatch.sse.retry_ms": row["retry"],
+                    "seamwatch.sse.event_type": row["event"],
+                    "seamwatch.sse.ordinal": row["ordinal"],
+                    "seamwatch.jsonrpc.kind": row["kind"],
+                    "mcp.method.name": row["method"],
+                    "jsonrpc.request.id": _rpc_id_text(row["rpc_id"]),
+                },
+            )
+            span.events.append((SSE_EVENT, attributes, row["ts"]))
+
+    def _finding_events(self) -> None:
+        frame = self.findings.with_columns(
+            pl.col("severity").cast(pl.String), pl.col("first_ts").dt.epoch("ns")
+        )
+        for row in frame.iter_rows(named=True):
+            span = self._evidence_span(row)
+            attributes: Attributes = {
+                "seamwatch.detector": row["detector"],
+                "seamwatch.severity": row["severity"],
+                "seamwatch.fingerprint": row["fingerprint"],
+                "seamwatch.finding.title": row["title"],
+                "seamwatch.finding.detail": row["detail"],
+            }
+            for name in ("flow_ids", "stream_ids", "event_ids", "request_ids"):
+                if row[name]:
+                    attributes[f"seamwatch.finding.{name}"] = list(row[name])
+            stamp = row["first_ts"] if row["first_ts"] is not None else span.start
+            span.events.append((FINDING_EVENT, attributes, stamp))
+            if row["severity"] == "high":
+                span.error = row["title"]
+
+    def _evidence_span(self, finding: Mapping[str, Any]) -> _Span:
+        """The span of a finding's first evidence: its first flow's exchange, else its first
+        stream, else its session's root (a finding without a session gets a root of its own)."""
+        for flow_id in finding["flow_ids"] or ():
+            if flow_id in self.flow_span:
+                return self.flow_span[flow_id]
+        for stream_id in finding["stream_ids"] or ():
+            if stream_id in self.stream_span:
+                return self.stream_span[stream_id]
+        session = finding["session"] or _NO_SESSION
+        if session not in self.roots:
+            self.trace_key[session] = f"\x00{session}"
+            starts = [root.start for root in self.roots.values()]
+            stamp = finding["first_ts"] or min(starts, default=0)
+            root = self._new(
+                session, "session", session, name="seamwatch capture", start=stamp, end=stamp
+            )
+            root.attributes["seamwatch.session.key"] = session
+            self.roots[session] = root
+        return self.roots[session]
+
+
+def batches(spans: Iterable[ReadableSpan], size: int) -> Iterator[list[ReadableSpan]]:
+    """The spans in batches of about `size`, a trace never split unless it alone is larger."""
+    batch: list[ReadableSpan] = []
+    trace: int | None = None
+    for span in spans:
+        span_trace = span.context.trace_id if span.context else None
+        if len(batch) >= size and span_trace != trace:
+            yield batch
+            batch = []
+        batch.append(span)
+        trace = span_trace
+    if batch:
+        yield batch
