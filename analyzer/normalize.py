@@ -686,10 +686,13 @@ class Normalizer:
             for tool in described.tools:
                 tools.append((index, *tool))
         message_schema = pl.Schema(
-            {"event": pl.Int64, **{name: S.RAW_MESSAGES[name] for name in _BULK_MESSAGE_COLUMNS}}
+            [
+                ("event", pl.Int64()),
+                *((name, S.RAW_MESSAGES[name]) for name in _BULK_MESSAGE_COLUMNS),
+            ]
         )
         tool_schema = pl.Schema(
-            {"event": pl.Int64, **{name: S.RAW_TOOLS[name] for name in _BULK_TOOL_COLUMNS}}
+            [("event", pl.Int64()), *((name, S.RAW_TOOLS[name]) for name in _BULK_TOOL_COLUMNS)]
         )
         return BulkDescription(
             data_hash,

@@ -40,9 +40,9 @@ PLAIN_CHUNK: Final = r"^(?:(?:(?:id: ?[^\n\x00]*|data: ?[^\n]*|event: ?(?:messag
 """Chunk text (LF line ends) that is whole events the bulk lane splits."""
 
 _INT32_MAX: Final = (1 << 31) - 1
-_ALONE: Final = 16  # a refused batch is halved down to this many lines
+_ALONE: Final = 1  # a refused batch is halved down to single lines
 _CHUNK_SCHEMA: Final = pl.Schema(
-    {
+    {  # type: ignore[arg-type]  # a Struct beside the classes (polars' stubs take one kind)
         "kind": pl.String,
         "seq": pl.Int64,
         "ts_ns": pl.Int64,
@@ -72,6 +72,8 @@ def read_chunks(lines: Sequence[bytes]) -> tuple[pl.DataFrame, list[int]]:
     refused: list[int] = []
     _read(lines, 0, len(lines), pieces, refused)
     frame = pl.concat(pieces) if pieces else pl.DataFrame(schema=_READ_SCHEMA)
+    if frame.height == 0:
+        return EMPTY_CHUNKS, list(range(len(lines)))
     text = pl.Series(
         "raw", b"\n".join(lines[i] for i in frame["line"]).decode("utf-8", "replace").split("\n")
     )
@@ -187,7 +189,14 @@ def plain_events(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     repeated = events.filter((pl.col("ids") > 1) | (pl.col("datas") > 1))["line"].unique()
     plain = marked["plain"] & ~marked["line"].is_in(repeated.implode())
     events = events.filter(~pl.col("line").is_in(repeated.implode())).select(
-        "line", "flow_id", "n", "ts", "seq", "event_id", "data", (pl.col("data") == "").alias("id_only")
+        "line",
+        "flow_id",
+        "n",
+        "ts",
+        "seq",
+        "event_id",
+        "data",
+        (pl.col("data") == "").alias("id_only"),
     )
     return events, plain
 
@@ -280,11 +289,14 @@ def run_frames(
     return frame, message_frame, tool_frame
 
 
-EMPTY_CHUNKS: Final = pl.DataFrame(
-    schema={"line": pl.Int64, "flow_id": pl.String, "n": pl.Int64, "ts": pl.Int64,
-            "seq": pl.Int64, "text": pl.String}  # fmt: skip
-)
+_CHUNK_COLUMNS: Final = {
+    "line": pl.Int64,
+    "flow_id": pl.String,
+    "n": pl.Int64,
+    "ts": pl.Int64,
+    "seq": pl.Int64,
+}
+EMPTY_CHUNKS: Final = pl.DataFrame(schema={**_CHUNK_COLUMNS, "text": pl.String})
 EMPTY_EVENTS: Final = pl.DataFrame(
-    schema={"line": pl.Int64, "flow_id": pl.String, "n": pl.Int64, "ts": pl.Int64,
-            "seq": pl.Int64, "event_id": pl.String, "data": pl.String, "id_only": pl.Boolean}  # fmt: skip
+    schema={**_CHUNK_COLUMNS, "event_id": pl.String, "data": pl.String, "id_only": pl.Boolean}
 )

@@ -5,9 +5,11 @@ a corrupt middle line, invalid UTF-8, a byte order mark, a `seq` gap, a missing
 `capture_close`, duplicated records are each counted in the input's report and skipped; the
 rest is read. Only an unknown schema MAJOR stops the analysis (`UnsupportedSchema`).
 
-Lines are parsed one by one (never `pl.read_ndjson`, which fails a whole file on one bad
-line) with pydantic-core's JSON parser and a cheap structural check per record kind; full
-pydantic validation costs ~3x more per record and the normalizer needs only these fields.
+Plain chunk records (nearly every line) go through the bulk lane (`analyzer.ingest.bulk`:
+Polars reads them in batches, a batch it refuses is halved until the bad lines are alone, and
+splits their SSE text into events). Every other line is parsed on its own with pydantic-core's
+JSON parser and a cheap structural check per record kind; full pydantic validation costs ~3x
+more per record and the normalizer needs only these fields.
 
 Both cores: the flows are split between worker processes by a hash of the flow id, read off
 each line without parsing it. Every worker reads every line, parses only its own, and runs its
@@ -34,7 +36,6 @@ import polars as pl
 import pydantic_core
 
 from analyzer.ingest import bulk
-
 from analyzer.ingest.common import (
     PROGRESS_EVERY_S,
     SKIPPED_KEYS,
@@ -360,29 +361,6 @@ def record_problem(record: object) -> str | None:
     return None
 
 
-_PLAIN = frozenset({str, int, bool, type(None)})
-
-
-def _plain_chunk(record: dict[str, Any]) -> bool:
-    """True for an orjson-parsed chunk record that `_check` passes and that pydantic-core would
-    have parsed to the same dict, so that the reader's fast lane may take it as it is.
-
-    orjson and pydantic-core read the same JSON texts to the same values except for ints
-    outside [-2**63, 2**64) (orjson makes them floats; pydantic-core keeps them exact) and deep
-    nesting (pydantic-core stops earlier): a record without floats and without containers
-    besides its `data` object has neither. What either parser refuses goes the full way.
-    """
-    plain = _PLAIN
-    for name, value in record.items():
-        if type(value) not in plain:
-            if name != "data" or type(value) is not dict:
-                return False
-            for inner in value.values():
-                if type(inner) not in plain:
-                    return False
-    return _check(record) is None
-
-
 # Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
 # pool's processes, a callback when the reading runs in this process. Set before `_scan`.
 _progress_cells: Any = None
@@ -571,21 +549,20 @@ class _Block:
         if info is None or (before is not None and info["first_line"] > before):
             return
         del self.pending[flow_id]
-        if before is None or info["last_line"] < before:
-            if info["contiguous"]:
-                run = SseRun(
-                    info["first_n"],
-                    info["chunks"],
-                    info["events"],
-                    info["payload_events"],
-                    info["first_cursor"],
-                    info["last_id"],
-                    info["result_version"],
-                )
-                state = self.normalizer.take_run(flow_id, run)
-                if state is not None:
-                    self.taken.append((flow_id, *state))
-                    return
+        if (before is None or info["last_line"] < before) and info["contiguous"]:
+            run = SseRun(
+                info["first_n"],
+                info["chunks"],
+                info["events"],
+                info["payload_events"],
+                info["first_cursor"],
+                info["last_id"],
+                info["result_version"],
+            )
+            state = self.normalizer.take_run(flow_id, run)
+            if state is not None:
+                self.taken.append((flow_id, *state))
+                return
         for chunk in self.chunks.filter(pl.col("flow_id") == flow_id).iter_rows(named=True):
             if before is None or chunk["line"] < before:
                 self._add_chunk(chunk)
