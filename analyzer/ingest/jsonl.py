@@ -532,10 +532,6 @@ class _Block:
                   self.seen_other, self.normalizer.add, self.marks.append)  # fmt: skip
         for flow_id in list(self.pending):
             self._resolve(flow_id, None, queue)
-        while queue:  # the chunks of runs cut by a later record are all before it
-            index, chunk = heapq.heappop(queue)
-            assert chunk is not None
-            self._add_chunk(chunk)
         self._mark()
         if self.taken:
             self._emit(events, described)
@@ -606,9 +602,10 @@ class _Block:
         )
         frame, messages, tools = bulk.run_frames(events, described.messages, described.tools, taken)
         self.normalizer.add_frames(frame, messages, tools)
-        payloads = frame.filter(~pl.col("id_only")).select("data_hash")
-        texts = events.join(taken.select("flow_id"), on="flow_id").filter(~pl.col("id_only"))
-        self.normalizer.add_payloads(payloads["data_hash"].to_list(), texts["data"].to_list())
+        carried = events.filter(
+            pl.col("flow_id").is_in(taken["flow_id"].implode()) & ~pl.col("id_only")
+        )
+        self.normalizer.add_payloads(carried["data_hash"].to_list(), carried["data"].to_list())
 
 
 def _parse(
