@@ -28,7 +28,16 @@ import polars as pl
 
 from analyzer import schema as S
 
-__all__ = ["PLAIN_CHUNK", "looks_like_chunk", "plain_events", "read_chunks", "run_frames"]
+__all__ = [
+    "EMPTY_CHUNKS",
+    "EMPTY_EVENTS",
+    "PLAIN_CHUNK",
+    "looks_like_chunk",
+    "plain_events",
+    "read_chunks",
+    "run_frames",
+    "runs",
+]
 
 # An escape for a UTF-16 surrogate: a pair is valid JSON, but a lone one is no Unicode text.
 _SURROGATE: Final = r"\\u[dD][89a-fA-F]"
