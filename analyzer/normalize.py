@@ -34,8 +34,10 @@ from analyzer.sse import SseDecoder, SseEvent
 
 __all__ = [
     "DEFAULT_BATCH_EVENTS",
+    "BulkDescription",
     "NormalizedFrames",
     "Normalizer",
+    "SseRun",
     "fast_canonical_hash",
     "json_number",
     "normalize_records",
@@ -449,6 +451,10 @@ def _client_ip(address: str | None) -> str | None:
     return host
 
 
+def _idle(decoder: SseDecoder | None) -> bool:
+    return decoder is None or decoder.idle
+
+
 class _Flow:
     """What normalize knows of one HTTP flow so far."""
 
@@ -552,6 +558,37 @@ class _Flow:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class SseRun:
+    """Chunk records of one flow, consecutive in its records, whose text is whole plain events
+    that `analyzer.ingest.bulk` decoded: what they change in the flow's state."""
+
+    first_n: int
+    chunks: int
+    events: int
+    payload_events: int
+    first_cursor: str | None  # the first non-empty `id` the run set
+    last_id: str | None  # the last `id` the run set; None when it set none
+    result_version: str | None  # of the first initialize result among its messages
+
+
+@dataclass(frozen=True, slots=True)
+class BulkDescription:
+    """`describe_data` of a list of SSE data buffers (type "message"), one entry a buffer."""
+
+    data_hash: list[str | None]
+    data_bytes: list[int]
+    payload_hash: list[str | None]
+    result_version: list[str | None]
+    messages: pl.DataFrame  # `event` (index into the list), then RAW_MESSAGES from member on
+    tools: pl.DataFrame  # `event`, then RAW_TOOLS from rpc_id on
+
+
+_BULK_MESSAGE_COLUMNS = ("member", "kind", "rpc_id", "method", "reason", "payload_hash",
+                         "data_hash", *list(S.RAW_MESSAGES)[14:])  # fmt: skip
+_BULK_TOOL_COLUMNS = list(S.RAW_TOOLS)[3:]
+
+
 class Normalizer:
     """Turns schema-1 record dicts into the normalized tables, batch by batch.
 
@@ -589,6 +626,7 @@ class Normalizer:
         self._payload = self._payload_cols.appenders()
         self._seen_payloads: set[str] = set()
         self._memo: dict[str, _Described] = {}
+        self._bulk: dict[str, list[pl.DataFrame]] = {"events": [], "messages": [], "tools": []}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "capture_open": self._capture_open,
             "request": self._request,
@@ -612,7 +650,112 @@ class Normalizer:
             self.add(record)
 
     def pending_events(self) -> int:
-        return len(self._event_cols)
+        return len(self._event_cols) + sum(frame.height for frame in self._bulk["events"])
+
+    # -- the bulk lane (analyzer.ingest.bulk) -------------------------------------------------
+
+    def describe_data(self, datas: Sequence[str]) -> BulkDescription:
+        """What `_event` derives from the data of "message" events, for many at once; an
+        empty buffer (an id-only event) has no payload."""
+        memo = self._memo
+        data_hash: list[str | None] = []
+        data_bytes: list[int] = []
+        payload_hash: list[str | None] = []
+        versions: list[str | None] = []
+        messages: list[tuple[Any, ...]] = []
+        tools: list[tuple[Any, ...]] = []
+        for index, data in enumerate(datas):
+            if not data:
+                data_hash.append(None)
+                data_bytes.append(0)
+                payload_hash.append(None)
+                versions.append(None)
+                continue
+            described = memo.get(data)
+            if described is None:
+                described = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
+                if len(memo) >= _MEMO_MAX:
+                    memo.clear()
+                memo[data] = described
+            data_hash.append(described.data_hash)
+            data_bytes.append(described.data_bytes)
+            payload_hash.append(described.payload_hash)
+            versions.append(described.result_version)
+            for row in described.rows:
+                messages.append((index, *row[:6], described.data_hash, *row[6:]))
+            for tool in described.tools:
+                tools.append((index, *tool))
+        message_schema = pl.Schema(
+            [
+                ("event", pl.Int64()),
+                *((name, S.RAW_MESSAGES[name]) for name in _BULK_MESSAGE_COLUMNS),
+            ]
+        )
+        tool_schema = pl.Schema(
+            [("event", pl.Int64()), *((name, S.RAW_TOOLS[name]) for name in _BULK_TOOL_COLUMNS)]
+        )
+        return BulkDescription(
+            data_hash,
+            data_bytes,
+            payload_hash,
+            versions,
+            _frame(message_schema, list(zip(*messages, strict=True)) or [[]] * len(message_schema)),
+            _frame(tool_schema, list(zip(*tools, strict=True)) or [[]] * len(tool_schema)),
+        )
+
+    def take_run(self, flow_id: str, run: SseRun) -> tuple[int, int, str] | None:
+        """Take a run of chunk records decoded in bulk: the flow's (events, payload events,
+        last event ID) before it, or None when the flow is not where the run can start (a
+        block open in its decoder, a chunk missing or repeated, the flow ended): then the
+        run's records go through `add_chunk`, as any other."""
+        flow = self._flows.get(flow_id)
+        if flow is None and flow_id in self._ended:
+            return None
+        if flow is not None and (flow.next_n != run.first_n or not _idle(flow.decoder)):
+            return None
+        if flow is None:
+            if run.first_n != 0:
+                return None
+            flow = self._flows[flow_id] = _Flow(flow_id, self.run_id)
+        decoder = flow.decoder
+        if decoder is None:
+            decoder = flow.decoder = SseDecoder()
+        before = (flow.events, flow.payload_events, decoder.last_event_id)
+        last = before[2] if run.last_id is None else run.last_id
+        decoder.skip(last)
+        self.records += run.chunks
+        flow.next_n = run.first_n + run.chunks
+        flow.chunks += run.chunks
+        flow.events += run.events
+        flow.payload_events += run.payload_events
+        if run.events:
+            flow.last_cursor = last
+        if flow.first_cursor is None and run.first_cursor:
+            flow.first_cursor = run.first_cursor
+        if flow.result_version is None:
+            flow.result_version = run.result_version
+        return before
+
+    def add_frames(self, events: pl.DataFrame, messages: pl.DataFrame, tools: pl.DataFrame) -> None:
+        """Rows the bulk lane made, of RAW_EVENTS, RAW_MESSAGES and RAW_TOOLS."""
+        self._bulk["events"].append(events)
+        self._bulk["messages"].append(messages)
+        self._bulk["tools"].append(tools)
+
+    def add_payloads(self, hashes: Sequence[str], texts: Sequence[str]) -> None:
+        """Payload texts (SSE data) of bulk-lane events, stored once each."""
+        seen = self._seen_payloads
+        for data_hash, text in zip(hashes, texts, strict=True):
+            if data_hash not in seen:
+                self._store_payload(data_hash, text, False)
+
+    def _with_bulk(self, table: str, frame: pl.DataFrame) -> pl.DataFrame:
+        parts = self._bulk[table]
+        if not parts:
+            return frame
+        merged = pl.concat([frame, *parts])
+        parts.clear()
+        return merged
 
     def drain(self) -> NormalizedFrames:
         """The rows so far: ended flows, events, messages, tools and payloads."""
@@ -620,9 +763,9 @@ class Normalizer:
             self._seen_payloads.clear()
         return NormalizedFrames(
             flows=self._flow_cols.take(),
-            events=self._event_cols.take(),
-            messages=self._message_cols.take(),
-            tools=self._tool_cols.take(),
+            events=self._with_bulk("events", self._event_cols.take()),
+            messages=self._with_bulk("messages", self._message_cols.take()),
+            tools=self._with_bulk("tools", self._tool_cols.take()),
             payloads=self._payload_cols.take(),
         )
 

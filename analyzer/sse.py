@@ -163,6 +163,17 @@ class SseDecoder:
         """
         return self._dispatched_id
 
+    @property
+    def idle(self) -> bool:
+        """True between blocks: nothing pending (no open block, no CR awaiting its LF)."""
+        return not self._buf and not self._after_cr and not self._closed
+
+    def skip(self, last_event_id: str) -> None:
+        """Whole blocks of text holding no BOM, decoded elsewhere, left the last event ID
+        buffer at `last_event_id` (the bulk lane of `analyzer.ingest.bulk`); only when idle."""
+        self._bom_pending = False
+        self._last_id = self._dispatched_id = last_event_id
+
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Take the next bytes of the stream; return the blocks they complete, in order."""
         if self._closed:

@@ -5,9 +5,11 @@ a corrupt middle line, invalid UTF-8, a byte order mark, a `seq` gap, a missing
 `capture_close`, duplicated records are each counted in the input's report and skipped; the
 rest is read. Only an unknown schema MAJOR stops the analysis (`UnsupportedSchema`).
 
-Lines are parsed one by one (never `pl.read_ndjson`, which fails a whole file on one bad
-line) with pydantic-core's JSON parser and a cheap structural check per record kind; full
-pydantic validation costs ~3x more per record and the normalizer needs only these fields.
+Plain chunk records (nearly every line) go through the bulk lane (`analyzer.ingest.bulk`:
+Polars reads them in batches, a batch it refuses is halved until the bad lines are alone, and
+splits their SSE text into events). Every other line is parsed on its own with pydantic-core's
+JSON parser and a cheap structural check per record kind; full pydantic validation costs ~3x
+more per record and the normalizer needs only these fields.
 
 Both cores: the flows are split between worker processes by a hash of the flow id, read off
 each line without parsing it. Every worker reads every line, parses only its own, and runs its
@@ -17,6 +19,7 @@ flow (capture_open, capture_stats, ...) and lines too damaged to route go to wor
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import zlib
@@ -29,9 +32,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-import orjson
+import polars as pl
 import pydantic_core
 
+from analyzer.ingest import bulk
 from analyzer.ingest.common import (
     PROGRESS_EVERY_S,
     SKIPPED_KEYS,
@@ -43,7 +47,7 @@ from analyzer.ingest.common import (
     os_reason,
     paused_gc,
 )
-from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
+from analyzer.normalize import DEFAULT_BATCH_EVENTS, BulkDescription, Normalizer, SseRun
 from analyzer.records import SCHEMA_MAJOR, SCHEMA_MINOR
 from analyzer.schema import INT32_END, INT64_END
 
@@ -358,29 +362,6 @@ def record_problem(record: object) -> str | None:
     return None
 
 
-_PLAIN = frozenset({str, int, bool, type(None)})
-
-
-def _plain_chunk(record: dict[str, Any]) -> bool:
-    """True for an orjson-parsed chunk record that `_check` passes and that pydantic-core would
-    have parsed to the same dict, so that the reader's fast lane may take it as it is.
-
-    orjson and pydantic-core read the same JSON texts to the same values except for ints
-    outside [-2**63, 2**64) (orjson makes them floats; pydantic-core keeps them exact) and deep
-    nesting (pydantic-core stops earlier): a record without floats and without containers
-    besides its `data` object has neither. What either parser refuses goes the full way.
-    """
-    plain = _PLAIN
-    for name, value in record.items():
-        if type(value) not in plain:
-            if name != "data" or type(value) is not dict:
-                return False
-            for inner in value.values():
-                if type(inner) not in plain:
-                    return False
-    return _check(record) is None
-
-
 # Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
 # pool's processes, a callback when the reading runs in this process. Set before `_scan`.
 _progress_cells: Any = None
@@ -420,8 +401,6 @@ def _scan_files(task: _Task) -> _Result:
     part = task.part
     from_json = pydantic_core.from_json
     add = normalizer.add
-    add_chunk = normalizer.add_chunk
-    loads = orjson.loads
     batch = task.batch_events
     bytes_read = 0
 
@@ -446,44 +425,10 @@ def _scan_files(task: _Task) -> _Result:
                     continue
                 carry = block[cut + 1 :]
                 lines = block[:cut].split(b"\n")
-                for line in lines:
-                    position = pos
-                    pos += 1
-                    if parts > 1 and _route(line, parts) != part:
-                        first_line = False
-                        continue
-                    if first_line:
-                        first_line = False
-                        if line.startswith(_BOM):
-                            counts["bom"] += 1
-                            line = line[3:]
-                    try:
-                        record = loads(line)
-                    except ValueError:
-                        record = None
-                    if (
-                        type(record) is dict
-                        and record.get("kind") == "chunk"
-                        and _plain_chunk(record)
-                    ):
-                        # The fast lane (most lines): a chunk whose fields are as checked.
-                        seq = record["seq"]
-                        _mark_seq(run, position, seq)
-                        try:
-                            add_chunk(
-                                record["flow"],
-                                record["n"],
-                                record["data"],
-                                record["ts_ns"],
-                                seq,
-                                record.get("decompress_capped"),
-                            )
-                        except (KeyError, TypeError, ValueError, AttributeError):
-                            counts["invalid_record"] += 1
-                        continue
-                    record = _parse(line, False, counts, from_json)
-                    if record is not None:
-                        _take(record, position, file, run, counts, seen_other, add)
+                block_lane = _Block(normalizer, run, file, counts, seen_other, pos, first_line)
+                pos += len(lines)
+                first_line = False
+                block_lane.read(lines, parts, part)
                 if normalizer.pending_events() >= batch:
                     writer.write(normalizer.drain())
                 _report_progress(part, bytes_read - len(carry))
@@ -502,6 +447,166 @@ def _scan_files(task: _Task) -> _Result:
     writer.write(normalizer.finish())
     counts.update(normalizer.counts)
     return _Result(counts, normalizer.records, runs, bytes_read)
+
+
+class _Block:
+    """One block of lines of a worker: its plain chunks through the bulk lane
+    (`analyzer.ingest.bulk`), the rest through the per-record lane, in an order that gives what
+    reading each line in turn gives.
+
+    Per flow, the block's plain chunks are one run, taken at once (`Normalizer.take_run`) when
+    the next record of the flow in the block comes after all of them, or at the block's end.
+    A record of the flow between two of them, or a flow whose state does not let the run start
+    (a block open in its decoder, a chunk missing), sends the run's chunks the per-record way.
+    """
+
+    def __init__(
+        self,
+        normalizer: Normalizer,
+        run: _Run,
+        file: _File,
+        counts: Counter[str],
+        seen_other: set[tuple[str, int]],
+        base: int,
+        first_line: bool,
+    ) -> None:
+        self.normalizer = normalizer
+        self.run = run
+        self.file = file
+        self.counts = counts
+        self.seen_other = seen_other
+        self.base = base  # position (in the run's lines) of the block's first line
+        self.first_line = first_line
+        self.marks: list[tuple[int, int]] = []  # (position, seq) of the records taken
+        self.pending: dict[str, dict[str, Any]] = {}  # flow id -> its run, not yet taken
+        self.taken: list[tuple[str, int, int, str]] = []
+        self.chunks = bulk.EMPTY_CHUNKS
+
+    def read(self, lines: list[bytes], parts: int, part: int) -> None:
+        sieved: list[int] = []
+        slow: list[int] = []
+        for index, line in enumerate(lines):
+            if parts > 1 and _route(line, parts) != part:
+                continue
+            if bulk.looks_like_chunk(line) and (index or not self.first_line):
+                sieved.append(index)
+            else:
+                slow.append(index)
+        queue: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in slow]
+        events = bulk.EMPTY_EVENTS
+        if sieved:
+            chunks, refused = bulk.read_chunks([lines[i] for i in sieved])
+            index_of = pl.Series(sieved, dtype=pl.Int64)
+            chunks = chunks.with_columns(index_of.gather(chunks["line"]).alias("line"))
+            queue.extend((sieved[i], None) for i in refused)
+            events, plain = bulk.plain_events(chunks)
+            for row in chunks.filter(~plain).iter_rows(named=True):
+                queue.append((row["line"], row))
+            self.chunks = chunks = chunks.filter(plain)
+        described = self.normalizer.describe_data(events["data"].to_list())
+        events = events.with_columns(
+            pl.Series("data_hash", described.data_hash, pl.String),
+            pl.Series("data_bytes", described.data_bytes, pl.Int64),
+            pl.Series("payload_hash", described.payload_hash, pl.String),
+            pl.Series("result_version", described.result_version, pl.String),
+        )
+        for info in bulk.runs(self.chunks, events).iter_rows(named=True):
+            self.pending[info["flow_id"]] = info
+        heapq.heapify(queue)
+        while queue:
+            index, chunk = heapq.heappop(queue)
+            if chunk is not None:
+                self._resolve(chunk["flow_id"], index, queue)
+                self._add_chunk(chunk)
+                continue
+            line = lines[index]
+            if index == 0 and self.first_line and line.startswith(_BOM):
+                self.counts["bom"] += 1
+                line = line[3:]
+            record = _parse(line, False, self.counts, pydantic_core.from_json)
+            if record is None:
+                continue
+            flow_id = record.get("flow")
+            if type(flow_id) is str and flow_id in self.pending:
+                self._resolve(flow_id, index, queue)
+            _take(record, self.base + index, self.file, self.run, self.counts,
+                  self.seen_other, self.normalizer.add, self.marks.append)  # fmt: skip
+        for flow_id in list(self.pending):
+            self._resolve(flow_id, None, queue)
+        self._mark()
+        if self.taken:
+            self._emit(events, described)
+
+    def _resolve(
+        self, flow_id: str, before: int | None, queue: list[tuple[int, dict[str, Any] | None]]
+    ) -> None:
+        """Take the flow's pending run, or send its chunks the per-record way, before the
+        record at line `before` (None: the block's end)."""
+        info = self.pending.get(flow_id)
+        if info is None or (before is not None and info["first_line"] > before):
+            return
+        del self.pending[flow_id]
+        if (before is None or info["last_line"] < before) and info["contiguous"]:
+            run = SseRun(
+                info["first_n"],
+                info["chunks"],
+                info["events"],
+                info["payload_events"],
+                info["first_cursor"],
+                info["last_id"],
+                info["result_version"],
+            )
+            state = self.normalizer.take_run(flow_id, run)
+            if state is not None:
+                self.taken.append((flow_id, *state))
+                return
+        for chunk in self.chunks.filter(pl.col("flow_id") == flow_id).iter_rows(named=True):
+            if before is None or chunk["line"] < before:
+                self._add_chunk(chunk)
+            else:
+                heapq.heappush(queue, (chunk["line"], chunk))
+
+    def _add_chunk(self, chunk: dict[str, Any]) -> None:
+        try:
+            self.normalizer.add_chunk(
+                chunk["flow_id"], chunk["n"], {"text": chunk["text"]}, chunk["ts"],
+                chunk["seq"], None,
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.counts["invalid_record"] += 1
+
+    def _mark(self) -> None:
+        """Capture health of the block's records (`_mark_seq`), in line order."""
+        taken = pl.DataFrame(self.marks, schema={"position": pl.Int64, "seq": pl.Int64},
+                             orient="row")  # fmt: skip
+        chunks = self.chunks.select(pl.col("line") + self.base, "seq")
+        marks = pl.concat([taken, chunks.rename({"line": "position"})]).sort("position")
+        if marks.height == 0:
+            return
+        offset = pl.col("seq") - pl.col("position")
+        changes = marks.filter(
+            (offset != offset.shift(1)).fill_null(True) | (pl.int_range(pl.len()) == pl.len() - 1)
+        )
+        for position, seq in changes.iter_rows():
+            _mark_seq(self.run, position, seq)
+
+    def _emit(self, events: pl.DataFrame, described: BulkDescription) -> None:
+        taken = pl.DataFrame(
+            self.taken,
+            schema={
+                "flow_id": pl.String,
+                "events_before": pl.Int64,
+                "payload_before": pl.Int64,
+                "last_before": pl.String,
+            },
+            orient="row",
+        )
+        frame, messages, tools = bulk.run_frames(events, described.messages, described.tools, taken)
+        self.normalizer.add_frames(frame, messages, tools)
+        carried = events.filter(
+            pl.col("flow_id").is_in(taken["flow_id"].implode()) & ~pl.col("id_only")
+        )
+        self.normalizer.add_payloads(carried["data_hash"].to_list(), carried["data"].to_list())
 
 
 def _parse(
@@ -549,6 +654,7 @@ def _take(
     counts: Counter[str],
     seen_other: set[tuple[str, int]],
     add: Callable[[dict[str, Any]], None],
+    mark: Callable[[tuple[int, int]], None] | None = None,
 ) -> None:
     kind = record["kind"]
     seq = record["seq"]
@@ -569,7 +675,10 @@ def _take(
                 run.dropped = max(run.dropped, dropped)
             if type(errors) is int:
                 run.addon_errors = max(run.addon_errors, errors)
-    _mark_seq(run, position, seq)
+    if mark is None:
+        _mark_seq(run, position, seq)
+    else:
+        mark((position, seq))
     try:
         add(record)
     except (KeyError, TypeError, ValueError, AttributeError):

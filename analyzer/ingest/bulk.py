@@ -1,0 +1,311 @@
+"""The vectorized lane of the capture reader: plain chunk records, parsed and split in bulk.
+
+Nearly every line of a capture is a `chunk` record whose SSE text is whole events made of
+`id:`, `data:` and `event: message` lines. Polars reads those lines (`read_ndjson` with an
+explicit schema), checks them and cuts their events out in bulk; what their data carries is then
+described once per event (`Normalizer.describe_data`). Every other line, and every chunk whose
+text is not of that plain shape (CR alone, comments, `retry`, multi-line data, an event cut
+across chunks, base64), goes the per-record way (`Normalizer.add`), which stays the reference:
+the two give the same frames (tests/ingest/test_bulk.py checks it under random chunkings).
+
+A line is taken here only when the per-record lane would have parsed it to the same record with
+the same fields: one each of `"kind":"chunk"`, `"seq":`, `"ts_ns":`, `"flow":"`, `"n":` and
+`"data":{"text":"` (the reader's schema coerces a number to text, and takes the first of two
+equal keys where orjson takes the last), no `b64` nor `truncated_bytes` in `data`, no
+`decompress_capped` but null, no escaped UTF-16 surrogate, integers in their columns' ranges
+(the schema makes anything else null). A batch of lines the JSON reader refuses (a corrupt or
+non-UTF-8 line) is halved until the bad lines are alone: they go the per-record way, counted as
+today, and the rest stays here.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Final
+
+import polars as pl
+
+from analyzer import schema as S
+
+__all__ = [
+    "EMPTY_CHUNKS",
+    "EMPTY_EVENTS",
+    "PLAIN_CHUNK",
+    "looks_like_chunk",
+    "plain_events",
+    "read_chunks",
+    "run_frames",
+    "runs",
+]
+
+# An escape for a UTF-16 surrogate: a pair is valid JSON, but a lone one is no Unicode text.
+_SURROGATE: Final = r"\\u[dD][89a-fA-F]"
+
+# The plain SSE shape (WHATWG "event stream interpretation"): blocks of `id`, `data` and
+# `event: message` lines ("If value starts with a U+0020 SPACE character, remove it"), each
+# ended by a blank line; an `id` holding NUL is ignored by the spec, so it is not plain.
+PLAIN_CHUNK: Final = r"^(?:(?:(?:id: ?[^\n\x00]*|data: ?[^\n]*|event: ?(?:message)?)\n)+\n)+$"
+"""Chunk text (LF line ends) that is whole events the bulk lane splits."""
+
+_INT32_MAX: Final = (1 << 31) - 1
+_ALONE: Final = 1  # a refused batch is halved down to single lines
+_CHUNK_SCHEMA: Final = pl.Schema(
+    {  # type: ignore[arg-type]  # a Struct beside the classes (polars' stubs take one kind)
+        "kind": pl.String,
+        "seq": pl.Int64,
+        "ts_ns": pl.Int64,
+        "flow": pl.String,
+        "n": pl.Int64,
+        "data": pl.Struct({"text": pl.String}),
+        "decompress_capped": pl.Boolean,
+    }
+)
+_ONCE: Final = ('"kind":', '"kind":"chunk"', '"seq":', '"ts_ns":', '"flow":', '"flow":"',
+                '"n":', '"data":', '"data":{"text":"', '"text":')  # fmt: skip
+_NEVER: Final = ('"b64"', '"truncated_bytes"')
+_CAPPED: Final = '"decompress_capped":'
+
+
+def looks_like_chunk(line: bytes) -> bool:
+    """A cheap first sieve: a line the bulk lane may take (it checks the rest)."""
+    return line.startswith(b'{"') and b'"kind":"chunk"' in line
+
+
+def read_chunks(lines: Sequence[bytes]) -> tuple[pl.DataFrame, list[int]]:
+    """The chunk records among `lines` that the bulk lane takes, and the indexes of the others.
+
+    Columns: `line` (index in `lines`), `flow_id`, `n`, `ts`, `seq`, `text`.
+    """
+    pieces: list[pl.DataFrame] = []
+    refused: list[int] = []
+    _read(lines, 0, len(lines), pieces, refused)
+    frame = pl.concat(pieces) if pieces else pl.DataFrame(schema=_READ_SCHEMA)
+    if frame.height == 0:
+        return EMPTY_CHUNKS, list(range(len(lines)))
+    text = pl.Series(
+        "raw", b"\n".join(lines[i] for i in frame["line"]).decode("utf-8", "replace").split("\n")
+    )
+    line = pl.col("raw")
+    taken = (
+        frame.with_columns(text)
+        .filter(
+            pl.all_horizontal([line.str.count_matches(key, literal=True) == 1 for key in _ONCE])
+            & ~pl.any_horizontal([line.str.contains(key, literal=True) for key in _NEVER])
+            & (
+                line.str.count_matches(_CAPPED, literal=True)
+                == line.str.count_matches(f"{_CAPPED}null", literal=True)
+            )
+            & ~line.str.contains(_SURROGATE)
+            & pl.all_horizontal(pl.col("flow_id", "n", "ts", "seq", "text").is_not_null())
+            & (pl.col("kind") == "chunk")
+            & pl.col("n").is_between(0, _INT32_MAX)
+            & (pl.col("seq") >= 0)
+        )
+        .drop("raw", "kind")
+    )
+    left = set(range(len(lines))).difference(taken["line"].to_list())
+    return taken, sorted(left)
+
+
+_READ_SCHEMA: Final = pl.Schema(
+    {
+        "line": pl.Int64,
+        "kind": pl.String,
+        "flow_id": pl.String,
+        "n": pl.Int64,
+        "ts": pl.Int64,
+        "seq": pl.Int64,
+        "text": pl.String,
+    }
+)
+
+
+def _read(
+    lines: Sequence[bytes], lo: int, hi: int, pieces: list[pl.DataFrame], refused: list[int]
+) -> None:
+    if lo >= hi:
+        return
+    try:
+        frame = pl.read_ndjson(
+            io.BytesIO(b"\n".join(lines[lo:hi])), schema=_CHUNK_SCHEMA, ignore_errors=True
+        )
+    except pl.exceptions.PolarsError:
+        frame = None
+    if frame is not None and frame.height == hi - lo:
+        pieces.append(
+            frame.select(
+                pl.int_range(lo, hi, dtype=pl.Int64).alias("line"),
+                "kind",
+                pl.col("flow").alias("flow_id"),
+                "n",
+                pl.col("ts_ns").alias("ts"),
+                "seq",
+                pl.col("data").struct.field("text"),
+            )
+        )
+        return
+    if hi - lo <= _ALONE:
+        refused.extend(range(lo, hi))
+        return
+    mid = (lo + hi) // 2
+    _read(lines, lo, mid, pieces, refused)
+    _read(lines, mid, hi, pieces, refused)
+
+
+def plain_events(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The events of the chunks whose text is plain, and a mask of those chunks.
+
+    `chunks` has `line, flow_id, n, ts, seq, text`. Events come in chunk order, each with its
+    chunk's `line, flow_id, n, ts, seq`, and `event_id` (null when the block set none), `data`
+    (the data buffer, "" when none) and `id_only`. A text whose line ends are all CRLF is the
+    same lines as with LF (WHATWG: CRLF, LF and CR each end a line), so it is taken with LF.
+    """
+    text = pl.col("text")
+    lf = (
+        pl.when(text.str.contains("\r", literal=True))
+        .then(
+            pl.when(
+                text.str.count_matches("\r", literal=True)
+                == text.str.count_matches("\r\n", literal=True)
+            ).then(text.str.replace_all("\r\n", "\n", literal=True))
+        )
+        .otherwise(text)
+    )
+    marked = chunks.with_columns(lf.alias("lf")).with_columns(
+        pl.col("lf").str.contains(PLAIN_CHUNK).fill_null(False).alias("plain")
+    )
+    events = (
+        marked.filter("plain")
+        .select(
+            "line",
+            "flow_id",
+            "n",
+            "ts",
+            "seq",
+            pl.col("lf").str.strip_suffix("\n\n").str.split("\n\n").alias("block"),
+        )
+        .explode("block")
+        .with_columns(
+            pl.col("block").str.count_matches(r"(?m)^id:").alias("ids"),
+            pl.col("block").str.count_matches(r"(?m)^data:").alias("datas"),
+            pl.col("block").str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
+            pl.col("block").str.extract(r"(?m)^data: ?(.*)$").fill_null("").alias("data"),
+        )
+    )
+    # Two `id` or two `data` lines in one block (the last id wins, data lines join with LF):
+    # rare, and left whole to the reference decoder.
+    repeated = events.filter((pl.col("ids") > 1) | (pl.col("datas") > 1))["line"].unique()
+    plain = marked["plain"] & ~marked["line"].is_in(repeated.implode())
+    events = events.filter(~pl.col("line").is_in(repeated.implode())).select(
+        "line",
+        "flow_id",
+        "n",
+        "ts",
+        "seq",
+        "event_id",
+        "data",
+        (pl.col("data") == "").alias("id_only"),
+    )
+    return events, plain
+
+
+def runs(chunks: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Per flow, its plain chunks of a block as one run: `flow_id, first_line, last_line,
+    first_n, chunks, contiguous, events, payload_events, first_cursor, last_id,
+    result_version` (`events` needs a `result_version` column)."""
+    per_chunk = chunks.group_by("flow_id", maintain_order=True).agg(
+        pl.col("line").first().alias("first_line"),
+        pl.col("line").last().alias("last_line"),
+        pl.col("n").first().alias("first_n"),
+        pl.len().alias("chunks"),
+        (pl.col("n") - pl.col("n").first() == pl.int_range(pl.len())).all().alias("contiguous"),
+    )
+    event_id = pl.col("event_id")
+    per_event = events.group_by("flow_id").agg(
+        pl.len().alias("events"),
+        (~pl.col("id_only")).sum().alias("payload_events"),
+        event_id.filter(event_id != "").first().alias("first_cursor"),
+        event_id.drop_nulls().last().alias("last_id"),
+        pl.col("result_version").drop_nulls().first(),
+    )
+    return per_chunk.join(per_event, on="flow_id", how="left", maintain_order="left")
+
+
+def run_frames(
+    events: pl.DataFrame,
+    messages: pl.DataFrame,
+    tools: pl.DataFrame,
+    taken: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """RAW_EVENTS, RAW_MESSAGES and RAW_TOOLS rows of the runs taken.
+
+    `events` are the block's plain events (in line order) with `data_hash, data_bytes,
+    payload_hash`; `messages` and `tools` come from `Normalizer.describe_data` (keyed by
+    `event`, the row of `events`); `taken` has `flow_id, events_before, payload_before,
+    last_before` for each flow whose run was taken.
+    """
+    placed = (
+        events.with_row_index("event")
+        .join(taken, on="flow_id", how="inner", maintain_order="left")
+        .with_columns(
+            (pl.col("events_before") + pl.int_range(pl.len()).over("flow_id"))
+            .cast(pl.Int32)
+            .alias("ordinal"),
+            (pl.col("payload_before") + (~pl.col("id_only")).cum_sum().over("flow_id"))
+            .cast(pl.Int32)
+            .alias("payload_seen"),
+            pl.col("event_id")
+            .forward_fill()
+            .over("flow_id")
+            .fill_null(pl.col("last_before"))
+            .alias("last_event_id"),
+            pl.col("ts").cast(S.TS),
+        )
+    )
+    frame = placed.select(
+        "flow_id",
+        "ts",
+        "seq",
+        "ordinal",
+        pl.col("n").cast(pl.Int32).alias("chunk_n"),
+        "event_id",
+        "last_event_id",
+        pl.lit("message").alias("event"),
+        "data_hash",
+        pl.col("data_bytes").cast(pl.Int32),
+        "payload_hash",
+        pl.lit(None, pl.Int64).alias("retry"),
+        "id_only",
+        pl.lit(0, pl.Int32).alias("comments"),
+        pl.lit([], pl.List(pl.String)).alias("warnings"),
+        "payload_seen",
+    )
+    carriers = placed.select(
+        pl.col("event").cast(pl.Int64), "flow_id", "ts", "seq", "ordinal", "event_id"
+    )
+    message_frame = (
+        messages.join(carriers, on="event", how="inner", maintain_order="left")
+        .with_columns(
+            pl.lit("sse").cast(S.SOURCE).alias("source"),
+            pl.lit("s2c").cast(S.DIRECTION).alias("direction"),
+        )
+        .select(S.RAW_MESSAGES.names())
+    )
+    tool_frame = tools.join(carriers, on="event", how="inner", maintain_order="left").select(
+        S.RAW_TOOLS.names()
+    )
+    return frame, message_frame, tool_frame
+
+
+_CHUNK_COLUMNS: Final = {
+    "line": pl.Int64,
+    "flow_id": pl.String,
+    "n": pl.Int64,
+    "ts": pl.Int64,
+    "seq": pl.Int64,
+}
+EMPTY_CHUNKS: Final = pl.DataFrame(schema={**_CHUNK_COLUMNS, "text": pl.String})
+EMPTY_EVENTS: Final = pl.DataFrame(
+    schema={**_CHUNK_COLUMNS, "event_id": pl.String, "data": pl.String, "id_only": pl.Boolean}
+)

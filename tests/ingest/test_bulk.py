@@ -1,0 +1,170 @@
+"""analyzer.ingest.bulk: the bulk lane gives the frames of the per-record lane, its reference."""
+
+# ruff: noqa: E501  (hand-built records are tables, one record a line)
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from analyzer.ingest import bulk, jsonl
+from analyzer.ingest.jsonl import read_capture
+from analyzer.normalize import normalize_records
+from tests.support.records import Capture, req, res
+
+# Sort keys that make each table's rows comparable whatever order a lane wrote them in.
+_ORDER = {
+    "flows": ["flow_id"],
+    "events": ["flow_id", "ordinal"],
+    "messages": ["flow_id", "source", "ordinal", "member", "seq"],
+    "tools": ["flow_id", "seq", "tool_name"],
+    "payloads": ["data_hash"],
+}
+
+_PAYLOADS = [
+    "",
+    json.dumps(req("notifications/progress", progressToken=7, progress=1, total=3)),
+    json.dumps(res(2, content=[{"type": "text", "text": "done"}], isError=False)),
+    json.dumps(res(3, tools=[{"name": "t", "annotations": {"readOnlyHint": True}}])),
+    json.dumps(res(0, protocolVersion="2025-11-25")),
+    '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"\u00e9 \U0001f600"}}',
+    "not json",
+    "two\nlines",
+    "",
+    '[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]',
+]
+
+_event = st.fixed_dictionaries(
+    {
+        # Mostly the plain shape the bulk lane takes, sometimes what it must leave.
+        "id": st.sampled_from([None, "", "7", "s_1", "a b"]),
+        "data": st.sampled_from(_PAYLOADS),
+        "event": st.sampled_from([None, None, None, "message", "", "endpoint"]),
+        "retry": st.sampled_from([None] * 7 + ["3000"]),
+        "comment": st.sampled_from([False] * 7 + [True]),
+    }
+)
+
+
+def _block(event: dict[str, Any]) -> list[str]:
+    lines = [": keep-alive"] if event["comment"] else []
+    if event["event"] is not None:
+        lines.append(f"event: {event['event']}")
+    if event["id"] is not None:
+        lines.append(f"id: {event['id']}")
+    if event["retry"] is not None:
+        lines.append(f"retry: {event['retry']}")
+    lines.extend(f"data: {part}" for part in event["data"].split("\n"))
+    return lines
+
+
+@st.composite
+def _stream(draw: st.DrawFn) -> list[str]:
+    """One response's chunk texts: whole events mostly, cut anywhere sometimes."""
+    events = draw(st.lists(_event, min_size=1, max_size=6))
+    end = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
+    blocks = [end.join(_block(e)) + end + end for e in events]
+    if draw(st.booleans()):  # at event boundaries, some events together
+        chunks: list[str] = []
+        for block in blocks:
+            if chunks and draw(st.booleans()):
+                chunks[-1] += block
+            else:
+                chunks.append(block)
+        return chunks
+    text = "".join(blocks)
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=4)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True) if a < b]
+
+
+@st.composite
+def _capture(draw: st.DrawFn) -> Capture:
+    streams = draw(st.lists(_stream(), min_size=1, max_size=4))
+    capture = Capture().open()
+    pending: list[list[tuple[str, Any]]] = []
+    for chunks in streams:
+        steps: list[tuple[str, Any]] = [("request", None), ("response", None)]
+        steps += [("chunk", (n, text)) for n, text in enumerate(chunks)]
+        if draw(st.integers(0, 9)) == 0 and len(chunks) > 1:  # a chunk lost or repeated
+            steps.pop(draw(st.integers(2, len(steps) - 1)))
+        if draw(st.integers(0, 9)) == 0:
+            steps.insert(3, steps[2])
+        if draw(st.booleans()):
+            steps.append(("end", None))
+        pending.append(steps)
+    flows: list[str] = [f"flow-{i}" for i in range(len(streams))]
+    while any(pending):
+        index = draw(st.sampled_from([i for i, steps in enumerate(pending) if steps]))
+        step, value = pending[index].pop(0)
+        flow = flows[index]
+        if step == "request":
+            capture.request(body=req("tools/call", index, name="t", arguments={}), flow=flow)
+        elif step == "response":
+            capture.response(flow, sse=True)
+        elif step == "chunk":
+            capture.chunk(flow, value[1], n=value[0])
+        else:
+            capture.end(flow)
+    return capture.close()
+
+
+def _tables(out: Path) -> dict[str, pl.DataFrame]:
+    return {
+        table: pl.concat([pl.read_parquet(part) for part in sorted(out.glob(f"{table}-*.parquet"))])
+        for table in _ORDER
+        if any(out.glob(f"{table}-*.parquet"))
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(capture=_capture(), block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]))
+def test_both_lanes_give_the_same_frames(capture: Capture, block: int) -> None:
+    reference = normalize_records(capture.records)
+    held = jsonl._READ_BLOCK
+    jsonl._READ_BLOCK = block  # blocks cut runs and flows: the lane must carry state across
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            path = capture.write(Path(folder) / "cap.jsonl")
+            out = Path(folder) / "out"
+            out.mkdir()
+            read_capture(path, out, workers=1)
+            tables = _tables(out)
+    finally:
+        jsonl._READ_BLOCK = held
+    for table, keys in _ORDER.items():
+        expected = getattr(reference, table)
+        got = tables.get(table, expected.clear())
+        if table == "payloads":
+            got = got.unique("data_hash")
+        assert_frame_equal(got.sort(keys), expected.sort(keys), check_row_order=True)
+
+
+def test_plain_chunks_are_split_in_bulk_and_the_rest_is_left() -> None:
+    lines = [
+        b'{"kind":"chunk","seq":3,"ts_ns":5,"flow":"f","n":0,"data":{"text":"id: 1\\r\\ndata: {}\\r\\n\\r\\n"}}',
+        b'{"seq":4,"kind":"chunk","ts_ns":6,"flow":"f","n":1,"data":{"text":"id: 2\\n\\n"}}',
+        b'{"kind":"chunk","seq":5,"ts_ns":7,"flow":"f","n":2,"data":{"text":": hi\\n\\n"}}',
+        b'{"kind":"chunk","seq":6,"ts_ns":8,"flow":"f","n":"3","data":{"text":"id: 3\\n\\n"}}',
+        b'{"kind":"chunk","seq":7,"ts_ns":9,"flow":"f","n":4,"data":{"text":"a","text":"b"}}',
+        b'{"kind":"chunk","seq":8,"ts_ns":9,"flow":"f","n":5,"data":{"text":"\\ud800"}}',
+        b'{"kind":"chunk","seq":9,"ts_ns":9,"flow":"f","n":6,"data":{"b64":"AA=="}}',
+        b'{"kind":"chunk","seq":10,"ts_ns":9,"flow":"f","n":7,"data":{"text":"x"},"decompress_capped":true}',
+        b'{"kind":"chunk","seq":11,"ts_ns":9,"flow":"f","n":8,"data":{"text":"x"}',
+        b'{"kind":"chunk","seq":12,"ts_ns":9,"flow":"f","n":9,"data":{"text":"\xff"}}',
+    ]
+    chunks, refused = bulk.read_chunks(lines)
+    assert chunks["line"].to_list() == [0, 1, 2]
+    assert refused == [3, 4, 5, 6, 7, 8, 9]
+    events, plain = bulk.plain_events(chunks)
+    assert plain.to_list() == [True, True, False]
+    assert events.select("event_id", "data", "id_only").rows() == [
+        ("1", "{}", False),
+        ("2", "", True),
+    ]
