@@ -87,6 +87,7 @@ NORMALIZING_CODE: Final = (
     "capture/framing.py",
     "capture/recorder.py",
     "ingest/__init__.py",
+    "ingest/bulk.py",
     "ingest/common.py",
     "ingest/har.py",
     "ingest/jsonl.py",

@@ -25,7 +25,8 @@ HTTP request k to replica k mod 2, the transport's standalone GET among them):
 Expected: duplicate-event-id (b's fresh events reuse a's ids with other payloads),
 cross-replica-resume (the cursor from a, answered by b), phantom-resume (b answered 200 with
 fresh messages while the response to request 2 was still owed, and said nothing of it),
-repeated-tool-call (2 then 3, high: the first was lost). Allowed as also true: counter-reset (the stream's ids run back at the resume).
+repeated-tool-call (2 then 3, high: the first was lost). Allowed as also true: counter-reset
+(the stream's ids run back at the resume).
 """
 
 from __future__ import annotations
