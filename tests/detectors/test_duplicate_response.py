@@ -174,6 +174,15 @@ def sessionless_ids_per_stream(c: Capture) -> None:
            body=call(2), headers=V26)  # fmt: skip
 
 
+def answered_twice_by_lockstep_counters(c: Capture) -> None:
+    """A's resume answers request 3 twice; B, an identical client numbering its own events,
+    got the first answer's id and payload fresh: a second answer, not another session's."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), end="server_closed")
+    a.resume("1", event(res(3, content=["T-1"]), id="2"), event(res(3, content=["T-2"]), id="3"))
+    b.call(3, prime("1"), event(res(3, content=["T-1"]), id="2"), end="complete")
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -189,6 +198,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (shared_store_two_answers, []),  # cross-session-replay's
     (response_replayed_onto_another_stream, []),  # cross-stream-replay's
     (constant_ids_call_reissued, []),  # duplicate-event-id's
+    (answered_twice_by_lockstep_counters, [(["3"], ["2", "3"])]),
     (sessionless_reissue_constant_ids, []),  # duplicate-event-id's
     (sessionless_ids_per_stream, []),
 ]
