@@ -12,7 +12,8 @@ messages the client never saw, as an evicting buffer does. Skipped, in ids: the 
 a per-stream counter (one prefix, the number rising by one an event on the incarnation that
 issued the cursor and on the answer: `e4`, `evt-000123`, `<stream>_<n>`, `17`) and the replay
 went on past cursor + 1, while no event of the capture, on any stream or session, carries a
-number in between (a counter the session's streams share skips legitimately). A replay whose
+number in between (a counter the session's streams share skips legitimately), except in another
+session that carries one of the resumed session's numbers too: a counter of its own. A replay whose
 counter goes on at cursor + 1 skipped nothing, whatever its progress says. Owed: the response to
 S's request never arrived, on any incarnation or anywhere in the session, and was not cancelled
 (`subscriptions/listen` is never owed one). High for what was carried or owed, for a progress
@@ -235,18 +236,43 @@ def _skipped(
 def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -> pl.LazyFrame:
     """Resumes whose replay of a per-stream counter started past cursor + 1, when no event of
     the capture, on any stream or session, carries a number in between (a counter the session's
-    streams share skips on each of them legitimately)."""
+    streams, or the server's sessions, share skips on each of them legitimately). Another
+    session that carries one of the resumed session's own numbers runs a counter of its own
+    (ids are unique within a session, DESIGN.md §1; a shared counter issues each number once):
+    its numbers say nothing of this one's."""
     skips = counted.filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n") + 1))
-    events = tl.sse_events.select("event_id").filter(pl.col("event_id").is_not_null())
+    events = tl.sse_events.select("session_id", "event_id").filter(pl.col("event_id").is_not_null())
     answers = tl.resumed_events
     if skips.is_empty():  # the common case: no pass over every event id
         events, answers = events.clear(), answers.clear()
-    wanted = skips.select("prefix").unique().lazy()
+    resumed = (
+        skips.lazy()
+        .join(
+            tl.streams.select("stream_id", pl.col("session_id").alias("r_session")), on="stream_id"
+        )
+        .select("r_flow", "r_session", "prefix", "c_n", "a_n")
+        .cache()  # read by `own` and `seen`
+    )
+    # Each session's numbers of the resumed counters' prefixes, once each.
+    numbered = (
+        events.select("session_id", *id_counter("event_id", "prefix", "n"))
+        .join(skips.select("prefix").unique().lazy(), on="prefix", how="semi")
+        .unique()
+        .cache()  # read three times below
+    )
+    own = numbered.join(
+        resumed, left_on=["session_id", "prefix"], right_on=["r_session", "prefix"]
+    ).select("r_flow", pl.col("session_id").alias("r_session"), "prefix", "n")
+    counting_alone = (
+        numbered.join(own, on=["prefix", "n"])
+        .filter(pl.col("session_id") != pl.col("r_session"))
+        .select("r_flow", "session_id")
+        .unique()
+    )
     seen = (
-        events.select(id_counter("event_id", "prefix", "n"))
-        .join(wanted, on="prefix", how="semi")
-        .join(skips.lazy().select("r_flow", "prefix", "c_n", "a_n"), on="prefix")
+        numbered.join(resumed, on="prefix")
         .filter((pl.col("n") > pl.col("c_n")) & (pl.col("n") < pl.col("a_n")))
+        .join(counting_alone, on=["r_flow", "session_id"], how="anti")
         .select("r_flow")
     )
     text = pl.format(

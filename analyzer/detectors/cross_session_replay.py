@@ -13,7 +13,9 @@ may hold another user's data). A resume incarnation of A is flagged when either
   whose id no counter makes, so that two sessions cannot draw it alike by chance: one holding a
   UUID, or of the TypeScript SDK example store's form `<stream>_<epoch-ms>_<random>`.
 Must not flag: sessions whose event ids and payloads coincide while each resume answers each
-request once (per-stream counters in lockstep clients), one response replayed on several resumes
+request once (per-stream counters in lockstep clients), or, answering twice, whose sessions both
+issued an id alike when first sending (each numbers its own events; a shared store issues an id
+once: the second answer is `duplicate-response`'s), one response replayed on several resumes
 under its own event id, a cursor carried into another session (`stale-cursor`: no incarnation of
 the new session's stream). A resume answering a request twice whose events no other session
 received is left to `duplicate-response` (when the answers differ).

@@ -9,7 +9,9 @@ event (same event id and payload) freshly sent, not replayed, on two logical str
 Must not flag: a correct replay of stream S on a GET incarnation of S (same stream), identical
 re-deliveries of a response, errors with a null id (they answer no request), id-only priming
 events, replays on a resume of another stream (`cross-stream-replay`) or of another session's
-events (`cross-session-replay`), equal notification payloads under fresh event ids.
+events (`cross-session-replay`), equal notification payloads under fresh event ids or under an
+id the session issued with several payloads (it names no one message: `duplicate-event-id`), and
+in 2026-07-28 traffic one event id on two exchanges (no session makes ids unique across them).
 What to change: send each response once, on the stream of the request's POST; make side
 effects idempotent (idempotency keys) so a retried request cannot produce a second result.
 """
@@ -140,13 +142,30 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     # session (`Timeline.recurring_events`): one message sent in two events is one of those
     # (their messages are among `Timeline.replay_messages`).
     recurring = timeline.recurring_events.filter(_FRESH).select("flow_id", "ordinal")
-    fresh = timeline.replay_messages.filter(
-        (pl.col("direction") == "s2c") & _FRESH
-        & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
-    ).join(recurring, on=["flow_id", "ordinal"], how="semi")  # fmt: skip
+    # An id the session issued with several payloads names no one message (duplicate-event-id's
+    # finding): equal payloads under it are equal payloads, as under fresh ids.
+    naming_none = (
+        timeline.recurring_events.group_by("session_id", "event_id")
+        .agg(pl.struct("event", "payload_hash").n_unique().alias("_payloads"))
+        .filter(pl.col("_payloads") > 1)
+        .select("session_id", "event_id")
+    )
+    fresh = (
+        timeline.replay_messages.filter(
+            (pl.col("direction") == "s2c") & _FRESH
+            & pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
+        )
+        .join(recurring, on=["flow_id", "ordinal"], how="semi")
+        .join(naming_none, on=["session_id", "event_id"], how="anti", nulls_equal=True)
+    )  # fmt: skip
     twice_event = (
         fresh.pipe(_placed, timeline)
-        .group_by("session_id", "event_id", "payload_hash")
+        # In 2026-07-28 traffic there is no session for ids to be unique across: an event id
+        # names a message within the exchange that carried it, as a response's id does.
+        .with_columns(
+            pl.when(SESSIONLESS.fill_null(False)).then("carrier").alias("_scope")
+        )
+        .group_by("session_id", "_scope", "event_id", "payload_hash")
         .agg(*_evidence(pl.col("event_id"), streams))
         .filter(pl.col("what") > 1)
         .with_columns(

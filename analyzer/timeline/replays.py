@@ -183,7 +183,10 @@ def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> 
     id and payload: one row per such event and other flow that carried it (columns
     `session_id, flow_id, ts, event_id, payload_hash, request_ids, other, other_flow`,
     `request_ids` the requests its resume answered twice). cross-session-replay's first rule,
-    and what duplicate-response leaves to it.
+    and what duplicate-response leaves to it. A session that issued an id alike on a first
+    sending (an incarnation 0, priming events included) numbers its events as this one does,
+    each on its own (per-stream counters in lockstep clients; a store the sessions share issues
+    an id once): what it received says nothing of this session's.
 
     Such resumes are few or none: they are collected first, so that `events` (SSE_EVENTS, the
     largest frame) is read only when there is one (at 1M events 0.27 s otherwise).
@@ -207,4 +210,20 @@ def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> 
     elsewhere = issued.join(carried.select(key).unique(), on=key, how="semi").select(
         pl.col("session_id").alias("other"), pl.col("flow_id").alias("other_flow"), *key
     )
-    return carried.join(elsewhere, on=key).filter(pl.col("other") != pl.col("session_id"))
+    first_sent = (
+        (events if twice.height else events.clear())
+        .filter((pl.col("incarnation") == 0) & (pl.col("event_id") != ""))
+        .select("session_id", "event_id")
+        .unique()
+    )
+    lockstep = (
+        first_sent.join(twice.lazy().select("session_id").unique(), on="session_id", how="semi")
+        .join(first_sent.rename({"session_id": "other"}), on="event_id")
+        .select("session_id", "other")
+        .unique()
+    )
+    return (
+        carried.join(elsewhere, on=key)
+        .filter(pl.col("other") != pl.col("session_id"))
+        .join(lockstep, on=["session_id", "other"], how="anti")
+    )

@@ -84,6 +84,16 @@ def reused_id_answered_only_before(c: Capture) -> None:
     s.resume("e4", prime("e5"))
 
 
+def lockstep_counter_in_another_session(c: Capture) -> None:
+    """The GET stream's replay goes on at 5 after cursor 2; another session carries 3 and 4,
+    but it issued 1 and 2 too: its own counter in lockstep, not one the sessions share."""
+    Cut(ids="integer", seen=2, owed=False, progress="none", answer="tail", era="2025-06-18").build(
+        c
+    )
+    s = Session(c, "9d4b7e2a1c3f5e60")
+    s.get(*(note(str(n), f"other {n}") for n in range(1, 7)), end="complete")
+
+
 FLAGGED: dict[str, tuple[Callable[[Capture], None], str, list[str], list[str]]] = {
     "ring buffer: replay starts at progress 6 after 3": (
         ring_buffer_eviction, "high", ["e4", "e7"], ["3"]),
@@ -95,6 +105,8 @@ FLAGGED: dict[str, tuple[Callable[[Capture], None], str, list[str], list[str]]] 
         standalone_stream_skipped_by_a_replay, "info", ["QUJD", "REVG", "R0hJ"], []),
     "still open at capture end": (still_open_at_capture_end, "info", ["18"], ["3"]),
     "id reused, answered only before": (reused_id_answered_only_before, "high", ["e4"], ["3"]),
+    "GET stream skipped two, another session's counter in lockstep": (
+        lockstep_counter_in_another_session, "medium", ["2", "5"], []),
     "uneven progress (medium) and a counter skip (medium): high": (
         uneven_progress_and_counter_skip, "high", ["s1_4", "s1_9"], ["5"]),
 }  # fmt: skip

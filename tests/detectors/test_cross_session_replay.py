@@ -60,6 +60,16 @@ def answered_twice_fresh_in_lockstep(c: Capture) -> None:
         Session(c, sid).call(3, prime("1"), done("2", 3, "x"), done("3", 3, "y"), end="complete")
 
 
+def answered_twice_by_lockstep_counters(c: Capture) -> None:
+    """Not ours: A's resume answers request 3 twice (`duplicate-response`); B, an identical
+    client of its own counter, got the same ids and payloads fresh. Both issued "1" and "2" on
+    first sendings: each session numbers its own events, their likeness says nothing."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), progress("2", 1), end="server_closed")
+    a.resume("2", progress("3", 2), done("4", 3), done("5", 3, "run again"))
+    b.call(3, prime("1"), progress("2", 1), progress("3", 2), done("4", 3), end="complete")
+
+
 def fresh_answers_in_two_sessions(c: Capture) -> None:
     """Unrelated: two sessions answered on their POST streams, no resume."""
     for sid in ("A", "B"):
@@ -128,6 +138,7 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[str, list[str], list[str
     (answered_twice_alone, []),
     (replayed_twice_under_its_id, []),
     (answered_twice_fresh_in_lockstep, []),
+    (answered_twice_by_lockstep_counters, []),
     (fresh_answers_in_two_sessions, []),
     (shared_get_stream, [("mcp:A", [U1], [])]),
     (shared_get_stream_typescript_ids, [("mcp:A", ["_GET_stream_1750000000002_q9w8e7r6"], [])]),

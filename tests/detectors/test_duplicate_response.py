@@ -141,6 +141,48 @@ def response_replayed_onto_another_stream(c: Capture) -> None:
            headers={**S1, "Last-Event-ID": "b0"})  # fmt: skip
 
 
+def step(k: int) -> dict[str, object]:
+    return req("notifications/message", level="info", data=f"step {k}")
+
+
+def constant_ids_call_reissued(c: Capture) -> None:
+    """Clean: a server issues one id for every event; the client cancels request 6 and calls
+    again as 7, whose stream repeats the steps under that id. An id issued with several
+    payloads names no message (duplicate-event-id's finding): equal steps are new messages."""
+    initialized(c)
+    stream(c, [event(step(1), id="0"), event(step(2), id="0")], body=call(6), how="client_closed")
+    c.request(body=req("notifications/cancelled", requestId=6), headers=S1)
+    stream(c, [event(step(k), id="0") for k in (1, 2, 3)] + [event(res(7, content=[]), id="0")],
+           body=call(7))  # fmt: skip
+
+
+def sessionless_reissue_constant_ids(c: Capture) -> None:
+    """Clean: 2026-07-28, the client's stream broke and it re-issued the call under a new id;
+    both streams carry their steps under one constant event id."""
+    stream(c, [event(step(1), id="0"), event(step(2), id="0")], body=call(1), how="client_closed",
+           headers=V26)  # fmt: skip
+    stream(c, [event(step(k), id="0") for k in (1, 2, 3)] + [event(res(2, content=[]), id="0")],
+           body=call(2), headers=V26)  # fmt: skip
+
+
+def sessionless_ids_per_stream(c: Capture) -> None:
+    """Clean: 2026-07-28 ids need be unique in their stream only (no session to span): a
+    re-issued call's stream numbers its steps from 1 again, with the same payloads."""
+    stream(c, [event(step(1), id="1"), event(step(2), id="2")], body=call(1), how="client_closed",
+           headers=V26)  # fmt: skip
+    stream(c, [event(step(1), id="1"), event(step(2), id="2"), event(res(2, content=[]), id="3")],
+           body=call(2), headers=V26)  # fmt: skip
+
+
+def answered_twice_by_lockstep_counters(c: Capture) -> None:
+    """A's resume answers request 3 twice; B, an identical client numbering its own events,
+    got the first answer's id and payload fresh: a second answer, not another session's."""
+    a, b = Session(c, "A"), Session(c, "B")
+    a.call(3, prime("1"), end="server_closed")
+    a.resume("1", event(res(3, content=["T-1"]), id="2"), event(res(3, content=["T-2"]), id="3"))
+    b.call(3, prime("1"), event(res(3, content=["T-1"]), id="2"), end="complete")
+
+
 CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]] = [
     (replay_with_another_result, [(["4"], ["e2", "e3"])]),
     (response_on_two_streams, [(["5"], ["11", "12"])]),
@@ -155,6 +197,10 @@ CASES: list[tuple[Callable[[Capture], None], list[tuple[list[str], list[str]]]]]
     (resume_answers_twice, [(["3"], ["2", "3"])]),
     (shared_store_two_answers, []),  # cross-session-replay's
     (response_replayed_onto_another_stream, []),  # cross-stream-replay's
+    (constant_ids_call_reissued, []),  # duplicate-event-id's
+    (answered_twice_by_lockstep_counters, [(["3"], ["2", "3"])]),
+    (sessionless_reissue_constant_ids, []),  # duplicate-event-id's
+    (sessionless_ids_per_stream, []),
 ]
 
 
