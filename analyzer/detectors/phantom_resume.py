@@ -10,7 +10,8 @@ events or, when events were due, only a new priming event, which moves the clien
 what it never got; for a due response, the response never came on this or a later
 incarnation. Not when the answer went on with S's own messages: progress on a token S carried
 (a partial replay), or, when only the response was due, ids further along S's per-stream
-counter (a continuation as far as the wire tells). And nothing told the
+counter on an answer cut short (a continuation as far as the wire tells; one the server ended
+without the response carried other messages instead of it). And nothing told the
 client the cursor was not honoured: no JSON-RPC error on the answer, no control event (an SSE
 event whose type says the stream was reset or is new, or whose data holds `"resumed": false`).
 High when events were due, or the response was and another replica answered; medium when only
@@ -152,7 +153,10 @@ def _continued(
         .select("r_flow")
         .unique()
     )
-    by_counter = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(
+    # An answer the server ended on its own without the owed response carried other messages
+    # instead of it, counter or not; one cut short may still have been on its way to it.
+    cut_short = resumes.filter((pl.col("answer_end_how") != "complete").fill_null(True))
+    by_counter = resume_counters(cut_short, timeline.id_counters, timeline.incarnations).filter(
         pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n"))
     )
     reused = (
