@@ -9,11 +9,12 @@ a due id with another payload is another message), yet the answer issued fresh n
 events or, when events were due, only a new priming event, which moves the client's cursor past
 what it never got; for a due response, the response never came on this or a later
 incarnation. Not when the answer went on with S's own messages: progress on a token S carried
-(a partial replay), or, when only the response was due, ids further along S's per-stream
-counter on an answer cut short (a continuation as far as the wire tells; one the server ended
-without the response carried other messages instead of it). And nothing told the
-client the cursor was not honoured: no JSON-RPC error on the answer, no control event (an SSE
-event whose type says the stream was reset or is new, or whose data holds `"resumed": false`).
+or the response to S's request (a partial replay), or, when only the response was due, ids
+further along S's per-stream counter on an answer cut short (a continuation as far as the
+wire tells; one the server ended without the response carried other messages instead of it).
+And nothing told the client the cursor was not honoured: no JSON-RPC error on the answer, no
+control event (an SSE event whose type says the stream was reset or is new, or whose data
+holds `"resumed": false`).
 High when events were due, or the response was and another replica answered; medium when only
 the response was due and no replica change is known (a server may emit unrelated messages before
 the response is lost).
@@ -136,8 +137,9 @@ def _continued(
     timeline: Timeline, resumes: pl.LazyFrame, answer: pl.LazyFrame, due: pl.LazyFrame
 ) -> pl.LazyFrame:
     """The answers (`r_flow`) that went on with the stream's own messages: progress on a token
-    the stream carried before (`by_token`), or ids further along its per-stream counter
-    (`by_counter`), unless they sent a due id with another payload."""
+    the stream carried before or the response to its request (`by_token`), or ids further
+    along its per-stream counter (`by_counter`), unless they sent a due id with another
+    payload."""
     tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
     # Each token's first incarnation: a token on the answer that an earlier one carried.
     first = tokens.group_by("stream_id", "progress_token").agg(
@@ -159,6 +161,18 @@ def _continued(
     by_counter = resume_counters(cut_short, timeline.id_counters, timeline.incarnations).filter(
         pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n"))
     )
+    # The response to the stream's own request on the answer: a message only S carries.
+    requests = timeline.streams.select("stream_id", pl.col("request_id").alias("rpc_id"))
+    by_response = (
+        timeline.rpc_messages.filter(
+            (pl.col("direction") == "s2c") & (pl.col("kind") == "response")
+        )
+        .select(pl.col("flow_id").alias("r_flow"), "rpc_id")
+        .join(resumes.select("r_flow", "stream_id"), on="r_flow")
+        .join(requests, on=["stream_id", "rpc_id"], how="semi")
+        .select("r_flow")
+        .unique()
+    )
     reused = (
         answer.select("r_flow", "event_id", "payload_hash")
         .join(
@@ -170,7 +184,7 @@ def _continued(
     return (
         pl.concat(
             [
-                by_token.with_columns(pl.lit(True).alias("by_token")),
+                pl.concat([by_token, by_response]).with_columns(pl.lit(True).alias("by_token")),
                 by_counter.select("r_flow", pl.lit(True).alias("by_counter")),
             ],
             how="diagonal",

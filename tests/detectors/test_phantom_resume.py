@@ -140,6 +140,12 @@ def counter_continuation_cut_short(c: Capture) -> None:  # it may have been on i
     s.resume("e3", note("e4", "step 3"), end="client_closed")
 
 
+def surviving_tail_with_the_response(c: Capture) -> None:  # causal-gap's: S's own response
+    s = Session(c, "S1")
+    s.call(3, note(U[0], "step 1"), note(U[1], "step 2"))
+    s.resume(U[0], note(U[3], "step 5"), event(res(3, content=[]), id=U[4]))
+
+
 def resume_answered_404(c: Capture) -> None:
     s = Session(c, "S1")
     s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
@@ -155,6 +161,7 @@ CLEAN = {
     "nothing was due": nothing_was_due,
     "resume answered 404": resume_answered_404,
     "counter continuation cut short": counter_continuation_cut_short,
+    "surviving tail with the response": surviving_tail_with_the_response,
 }
 
 
