@@ -66,6 +66,16 @@ CASES = [
         v(GET, answer="tail-unseen", cursor="lagging"),
         Expected(allowed=["causal-gap", "phantom-resume"]),
     ),
+    (
+        "tail past a lagging cursor, session-wide counter ids, GET: a fresh stream's look alike",
+        v(GET, answer="tail-unseen", cursor="lagging", ids="padded"),
+        Expected(required=["causal-gap"], allowed=["phantom-resume"]),
+    ),
+    (
+        "tail past a lagging cursor, ids naming the stream, GET: the prefix ties it to S",
+        v(GET, answer="tail-unseen", cursor="lagging", ids="stream"),
+        Expected(required=["causal-gap"]),
+    ),
     # Fresh ids where a response was due: a phantom, and the response is lost.
     ("fresh, response owed", v(OWED, answer="fresh"), Expected(["phantom-resume"], LOSS)),
     (
