@@ -85,7 +85,8 @@ def dated(frame: pl.LazyFrame, dates: pl.LazyFrame | None) -> pl.LazyFrame:
     if dates is None:
         return frame
     return (
-        frame.join(dates, on=["flow_id", "ordinal"], how="left")
+        # In the frame's own order: the stages after it read rows in wire order.
+        frame.join(dates, on=["flow_id", "ordinal"], how="left", maintain_order="left")
         .with_columns(pl.coalesce("dated_ts", "ts").alias("ts"))
         .drop("dated_ts")
     )
