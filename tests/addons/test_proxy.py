@@ -27,9 +27,12 @@ def test_mitmdump_args_run_the_capture_addon_in_reverse_mode() -> None:
         out=Path("cap"),
         replica_header="X-Served-By",
     )
-    assert args[args.index("--mode") + 1] == "reverse:http://127.0.0.1:9000"
     assert "-s" not in args  # `proxy.run` adds the addon itself
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    assert len(sets) * 2 == len(args)  # all in one update: the capture opens in it
+    assert "mode=reverse:http://127.0.0.1:9000" in sets
+    assert "listen_host=127.0.0.1" in sets
+    assert "listen_port=8080" in sets
     assert "seamwatch_dir=cap" in sets
     assert "seamwatch_redact=true" in sets
     assert "seamwatch_replica_header=X-Served-By" in sets
@@ -59,7 +62,12 @@ def test_proxy_defaults_to_loopback() -> None:
         ["proxy", "--upstream", "http://127.0.0.1:notaport"],
         ["proxy", "--upstream", "http://127.0.0.1:0/mcp"],
         ["proxy", "--upstream", "http://127.0.0.1:-1"],
-        ["proxy"],
+        ["proxy", "--mode", "transparent"],
+        ["proxy", "--mode", "upstream:ftp://x"],
+        ["proxy", "--upstream", "http://x", "--max-size", "lots"],
+        ["proxy", "--upstream", "http://x", "--max-size", "0"],
+        ["proxy", "--upstream", "http://x", "--max-age", "-5m"],
+        ["proxy", "--upstream", "http://x", "--metrics", "nope"],
     ],
 )
 def test_bad_proxy_usage_exits_2(argv: list[str]) -> None:
@@ -233,7 +241,8 @@ def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path
                 _wait_for(lambda: err.read_text().count(full) == 2)
         finally:
             code = _stop(proc, signal.SIGINT)
-        said = err.read_text().splitlines()[1:]
+        lines = err.read_text().splitlines()[1:]
+        said = [line for line in lines if not line.startswith("seamwatch: stats: ")]
         records = read_records(out)
         analyzed = subprocess.run(
             [
@@ -251,6 +260,7 @@ def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path
             timeout=60,
         )
     assert code == 1
+    assert lines[-2].startswith("seamwatch: stats: exchanges=40 ")  # the worker's, at exit
     assert [line.split(" ", 3)[:3] for line in said] == [
         ["seamwatch:", "cannot", "write"],
         ["seamwatch:", "capture", "writing"],
