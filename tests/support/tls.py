@@ -22,7 +22,7 @@ from tests.support.proxy import ROOT, free_port, wait_port
 
 
 @dataclass(frozen=True)
-class TestCa:
+class CertAuthority:
     """A CA certificate on disk and its key in memory."""
 
     cert_path: Path
@@ -67,7 +67,7 @@ class TestCa:
         return cert_path, key_path
 
 
-def make_ca(folder: Path, name: str = "seamwatch test CA") -> TestCa:
+def make_ca(folder: Path, name: str = "seamwatch test CA") -> CertAuthority:
     """A self-signed CA, its certificate written to `folder/<name>.pem`."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
@@ -100,7 +100,7 @@ def make_ca(folder: Path, name: str = "seamwatch test CA") -> TestCa:
     )
     path = folder / f"{name.replace(' ', '-')}.pem"
     path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return TestCa(path, cert, key)
+    return CertAuthority(path, cert, key)
 
 
 # The lab's SDK server app, served by uvicorn with TLS (the lab runs it over plain HTTP).
