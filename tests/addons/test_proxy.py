@@ -15,7 +15,7 @@ from mitmproxy.net import server_spec
 from prometheus_client.parser import text_string_to_metric_families
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
-from analyzer.cli import build_parser
+from analyzer.cli import build_parser, main
 from tests.support.disk import small_disk
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, run_proxy, wait_port
@@ -77,6 +77,60 @@ def test_bad_proxy_usage_exits_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(argv)
     assert e.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (["--max-size", "500M"], "max_size", 500 << 20),
+        (["--max-size", "1.5g"], "max_size", 3 << 29),
+        (["--max-size", "4096"], "max_size", 4096),
+        (["--max-age", "90s"], "max_age", 90),
+        (["--max-age", "6h"], "max_age", 6 * 3600),
+        (["--max-age", "2d"], "max_age", 2 * 86400),
+        (["--max-age", "45"], "max_age", 45),
+        (["--mode", "regular"], "mode", "regular"),
+        (
+            ["--mode", "upstream:HTTP://Proxy.Internal:3128/"],
+            "mode",
+            "upstream:http://proxy.internal:3128",
+        ),
+        (["--metrics", ":9464"], "metrics", ("127.0.0.1", 9464)),
+        ([], "stats_interval", 60),
+    ],
+)
+def test_daemon_options_parse_to_what_the_proxy_takes(
+    argv: list[str], field: str, value: object
+) -> None:
+    ns = build_parser().parse_args(["proxy", *argv])
+    assert getattr(ns, field) == value
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["proxy"], "--upstream URL is required"),
+        (["proxy", "--mode", "regular", "--upstream", "http://x"], "--upstream is for --mode"),
+        (["proxy", "--upstream", "http://x", "--cert", "missing.pem"], "--cert missing.pem"),
+        (["proxy", "--upstream", "http://x", "--cert", "{ca}"], "no private key in it"),
+        (["proxy", "--upstream", "http://x", "--upstream-ca", "{key}"], "no PEM certificate"),
+        (
+            ["proxy", "--upstream", "http://x", "--upstream-ca", "{ca}", "--upstream-insecure"],
+            "exclude each other",
+        ),
+    ],
+)
+def test_bad_tls_and_mode_usage_is_one_line_and_exit_2(
+    argv: list[str],
+    said: str,
+    test_ca: tuple[CertAuthority, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ca, pki = test_ca
+    paths = {"ca": str(ca.cert_path), "key": str(pki / "origin-key.pem")}
+    assert main([arg.format(**paths) for arg in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
 
 
 @pytest.mark.parametrize(

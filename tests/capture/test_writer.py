@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic_core import to_json
 
+from analyzer.capture.retention import Retention
 from analyzer.capture.writer import CaptureError, CaptureWriter, prepare_capture_dir
 from analyzer.record_models import RECORD_ADAPTER, CaptureOpen
 from analyzer.records import SCHEMA
@@ -171,6 +172,50 @@ def test_rotation_keeps_seq_and_opens_every_file(out_dir: Path) -> None:
     assert flows == [str(i) for i in range(300)]
     assert [r["kind"] for r in everything].count("capture_close") == 1
     assert everything[-1]["kind"] == "capture_close"
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_rotate_closes_the_file_between_two_records(out_dir: Path, inline: bool) -> None:
+    w = CaptureWriter(out_dir, open_fields=OPEN_FIELDS)
+    w.start(inline=inline)
+    w.submit(end(0))
+    w.rotate()
+    w.submit(end(1))
+    w.close()
+    files = read_capture(out_dir)
+    assert [[r["kind"] for r in lines if r["kind"] != "capture_stats"] for lines in files] == [
+        ["capture_open", "stream_end"],
+        ["capture_open", "stream_end", "capture_close"],
+    ]
+    assert files[1][0]["file_index"] == 1 and w.files == 2
+
+
+def test_retention_deletes_old_files_and_the_next_capture_open_says_which(
+    out_dir: Path,
+) -> None:
+    bound = 8192
+    with CaptureWriter(
+        out_dir,
+        open_fields=OPEN_FIELDS,
+        rotate_bytes=2048,
+        retention=Retention(max_bytes=bound),
+    ) as w:
+        for i in range(300):
+            w.submit(end(i))
+            assert sum(p.stat().st_size for p in out_dir.iterdir()) <= bound
+    files = sorted(out_dir.glob("capture-t1-*.jsonl"))
+    assert w.files_deleted == w.files - len(files) > 0
+    opens = [read_file(f)[0] for f in files]
+    assert opens[0]["file_index"] == w.files_deleted  # the oldest went, in order
+    deleted = [d for o in opens for d in o["retention"]["deleted"]]
+    assert [d["file_index"] for d in deleted][-2:] == [
+        opens[0]["file_index"] - 2,
+        opens[0]["file_index"] - 1,
+    ]
+    assert opens[-1]["retention"]["cut"] == {"t1": opens[0]["seq"] - 1}
+    assert opens[-1]["retention"]["max_bytes"] == bound
+    everything = [r for f in files for r in read_file(f)]
+    assert [r["seq"] for r in everything] == list(range(opens[0]["seq"], everything[-1]["seq"] + 1))
 
 
 def test_a_record_larger_than_the_rotation_size_gets_a_file(out_dir: Path) -> None:
