@@ -576,3 +576,29 @@ def test_retention_keeps_the_folder_within_max_size_and_the_analysis_names_the_c
     assert health["severity"] == "info"
     assert f"{cut + 1} record(s) deleted by the proxy's retention" in health["title"]
     assert "gaps in seq" not in health["title"]
+
+
+@pytest.mark.timeout(150)
+def test_upstream_mode_chains_to_another_proxy_and_records_the_origin(tmp_path: Path) -> None:
+    """`--mode upstream:URL`: a forward proxy that sends everything through the proxy at URL
+    (here another seamwatch proxy, in `--mode regular`); both record the exchange."""
+    near, far = tmp_path / "near", tmp_path / "far"
+    with Origin() as origin:
+        origin.scripts["/mcp"] = Script(writes=[b"{}"], chunked=False)
+        with (
+            run_proxy(None, far, "--mode", "regular", "--ca-dir", str(tmp_path / "ca")) as chained,
+            run_proxy(
+                None,
+                near,
+                *("--mode", f"upstream:{chained.url}", "--ca-dir", str(tmp_path / "ca")),
+            ) as proxy,
+            httpx.Client(proxy=proxy.url, timeout=20) as client,
+        ):
+            assert client.post(f"{origin.url}/mcp", content=b"{}").text == "{}"
+    assert len(origin.requests) == 1
+    near_records, far_records = read_records(near), read_records(far)
+    assert near_records[0]["mode"] == f"upstream:{chained.url}"
+    assert near_records[0]["upstream"] == chained.url
+    for records in (near_records, far_records):
+        (request,) = [r for r in records if r["kind"] == "request"]
+        assert request["path"] == "/mcp" and request["authority"].startswith("127.0.0.1")
