@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ __all__ = ["Deleted", "Retention", "expired", "prune"]
 
 # How far back from a file's end its last line is looked for (a line can be a large body).
 _TAIL_STEP = 1 << 16
-_SEQ_HEAD = b'{"seq":'
+_SEQ_HEAD = re.compile(rb'\{"seq":(\d{1,19})[,}]')
 
 
 @dataclass(frozen=True)
@@ -75,23 +76,23 @@ def _first_record(path: Path) -> dict[str, Any] | None:
 
 
 def _last_seq(path: Path, size: int) -> int | None:
-    """The `seq` of the file's last whole line: the writer puts it first, `{"seq":N,`."""
+    """The `seq` of the file's last line: the writer puts it first, `{"seq":N,`. Read back
+    block by block to the line's start, then only its head: a line can be a large body."""
     with path.open("rb") as fh:
-        end = size
-        while end > 0:
-            start = max(0, end - _TAIL_STEP)
+        fh.seek(max(0, size - 1))
+        pos = size - 1 if fh.read(1) == b"\n" else size
+        line_start = 0
+        while pos > 0:
+            start = max(0, pos - _TAIL_STEP)
             fh.seek(start)
-            block = fh.read(size - start)
-            body = block.rstrip(b"\n")
-            cut = body.rfind(b"\n")
-            if cut >= 0 or start == 0:
-                line = body[cut + 1 :]
-                if not line.startswith(_SEQ_HEAD):
-                    return None
-                digits = line[len(_SEQ_HEAD) :].split(b",", 1)[0]
-                return int(digits) if digits.isdigit() else None
-            end = start
-    return None
+            newline = fh.read(pos - start).rfind(b"\n")
+            if newline >= 0:
+                line_start = start + newline + 1
+                break
+            pos = start
+        fh.seek(line_start)
+        found = _SEQ_HEAD.match(fh.read(32))
+    return int(found[1]) if found else None
 
 
 def _describe(path: Path, size: int, reason: str) -> Deleted:

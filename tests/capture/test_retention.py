@@ -97,3 +97,11 @@ def test_a_file_that_is_not_a_capture_is_described_without_its_seq(tmp_path: Pat
     (tmp_path / "capture-x-0000.jsonl").write_text("not json\n")
     (deleted,) = prune(tmp_path, Retention(max_bytes=1))
     assert (deleted.run_id, deleted.first_seq, deleted.last_seq) == (None, None, None)
+
+
+def test_the_last_seq_of_a_file_ending_in_a_long_line_is_found(tmp_path: Path) -> None:
+    path = capture_file(tmp_path, "a", 0, range(0, 3))
+    with path.open("a") as fh:  # a last record longer than the blocks read back
+        fh.write('{"seq":3,"kind":"stream_end","error":"' + "x" * 200_000 + '"}\n')
+    (deleted,) = prune(tmp_path, Retention(max_bytes=1))
+    assert (deleted.first_seq, deleted.last_seq) == (0, 3)
