@@ -8,9 +8,12 @@ client always receives the upstream's bytes, byte for byte.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +31,7 @@ from analyzer import __version__  # noqa: E402
 from analyzer.capture.framing import Decoded, decode_body  # noqa: E402
 from analyzer.capture.pipeline import CaptureClient  # noqa: E402
 from analyzer.capture.recorder import DEFAULT_BODY_CAP, is_event_stream  # noqa: E402
+from analyzer.capture.retention import Retention  # noqa: E402
 from analyzer.capture.writer import CaptureError  # noqa: E402
 from analyzer.records import SCHEMA, StreamEndHow  # noqa: E402
 
@@ -43,6 +47,14 @@ def _addr(address: object) -> str | None:
         host, port = address[0], address[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
     return None
+
+
+def _metrics_address(value: str) -> tuple[str, int]:
+    """`seamwatch_metrics`' HOST:PORT (OptionsError when it is not one)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise exceptions.OptionsError(f"seamwatch_metrics: expected HOST:PORT, got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _end_how(flow: http.HTTPFlow) -> StreamEndHow:
@@ -120,13 +132,50 @@ class SeamwatchCapture:
         )
         add("seamwatch_upstream", str, "", "Upstream URL, recorded in capture_open.")
         add("seamwatch_rotate_mb", int, 64, "Rotate capture files at this size, in MiB.")
+        add(
+            "seamwatch_rotate_bytes",
+            int,
+            0,
+            "Rotate capture files at this size, in bytes (0: seamwatch_rotate_mb decides).",
+        )
         add("seamwatch_flush_ms", int, 200, "fdatasync capture files at least this often.")
+        add(
+            "seamwatch_max_bytes",
+            int,
+            0,
+            "Keep the capture folder within this many bytes by deleting its oldest closed "
+            "capture files (0: no bound).",
+        )
+        add(
+            "seamwatch_max_age_s",
+            int,
+            0,
+            "Delete closed capture files older than this many seconds (0: no bound).",
+        )
+        add(
+            "seamwatch_stats_interval_s",
+            int,
+            -1,
+            "Print a stats line on stderr this often, in seconds, and at exit "
+            "(0: at exit only; -1: never).",
+        )
+        add(
+            "seamwatch_metrics",
+            str,
+            "",
+            "Serve the capture's counters in Prometheus text format on HOST:PORT (empty: off).",
+        )
 
     def configure(self, updated: set[str]) -> None:
         if "seamwatch_rotate_mb" in updated and ctx.options.seamwatch_rotate_mb < 1:
             raise exceptions.OptionsError("seamwatch_rotate_mb must be at least 1")
         if "seamwatch_flush_ms" in updated and not 10 <= ctx.options.seamwatch_flush_ms <= 60000:
             raise exceptions.OptionsError("seamwatch_flush_ms must be within 10..60000")
+        for name in ("seamwatch_rotate_bytes", "seamwatch_max_bytes", "seamwatch_max_age_s"):
+            if name in updated and getattr(ctx.options, name) < 0:
+                raise exceptions.OptionsError(f"{name} must not be negative")
+        if "seamwatch_metrics" in updated and ctx.options.seamwatch_metrics:
+            _metrics_address(ctx.options.seamwatch_metrics)
         if "seamwatch_dir" in updated and ctx.options.seamwatch_dir:
             out = Path(ctx.options.seamwatch_dir).expanduser()
             if out.exists() and not out.is_dir():
@@ -136,7 +185,20 @@ class SeamwatchCapture:
 
     def _open(self, out: Path) -> None:
         opts = ctx.options
+        # Read when the capture opens: `seamwatch proxy` sets the listen options in the same
+        # update as seamwatch_dir, and `-s` loads this addon after every option is set.
         listen = f"{opts.listen_host or '0.0.0.0'}:{opts.listen_port or 8080}"
+        rotate = opts.seamwatch_rotate_bytes or opts.seamwatch_rotate_mb << 20
+        retention = None
+        if opts.seamwatch_max_bytes or opts.seamwatch_max_age_s:
+            retention = Retention(
+                max_bytes=opts.seamwatch_max_bytes or None,
+                max_age_s=opts.seamwatch_max_age_s or None,
+            )
+            if opts.seamwatch_max_bytes and rotate > opts.seamwatch_max_bytes // 2:
+                # Room for the open file and at least one closed one.
+                rotate = max(1, opts.seamwatch_max_bytes // 4)
+        stats = opts.seamwatch_stats_interval_s
         try:
             self.client = CaptureClient(
                 out,
@@ -149,15 +211,31 @@ class SeamwatchCapture:
                     "upstream": opts.seamwatch_upstream or None,
                     "replica_header": opts.seamwatch_replica_header or None,
                     "client_header": opts.seamwatch_client_header or None,
+                    "mode": ",".join(opts.mode),
                 },
                 redact=opts.seamwatch_redact,
                 replica_header=opts.seamwatch_replica_header or None,
-                rotate_bytes=opts.seamwatch_rotate_mb << 20,
+                rotate_bytes=rotate,
                 flush_interval_s=opts.seamwatch_flush_ms / 1000,
+                retention=retention,
+                stats_interval_s=None if stats < 0 else stats,
+                metrics=(
+                    _metrics_address(opts.seamwatch_metrics) if opts.seamwatch_metrics else None
+                ),
             )
         except CaptureError as e:
             raise exceptions.OptionsError(str(e)) from e
         log.info("seamwatch: capturing to %s (pid %d)", out, os.getpid())
+
+    def running(self) -> None:
+        # Log rotation tools send SIGHUP: close the current capture file, open the next.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.rotate)
+
+    def rotate(self) -> None:
+        """Close the current capture file and open the next, after what is recorded so far."""
+        if self.client is not None:
+            self.client.rotate()
 
     def _failed(self, where: str) -> None:
         if self.client is not None:
@@ -309,6 +387,8 @@ class SeamwatchCapture:
             self._failed("tls_failed_server")
 
     def done(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self.client is None:
             return
         for flow_id in self.streaming:

@@ -122,15 +122,99 @@ def _check_listen(host: str, port: int) -> None:
                 raise UsageError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
+def _size(value: str) -> int:
+    """`--max-size`: bytes, or a number with K, M, G or T (powers of 1024, as `du -h`)."""
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    scale = 1
+    if text[-1:] in _SIZE_UNITS:
+        scale, text = _SIZE_UNITS[text[-1]], text[:-1]
+    try:
+        size = int(float(text) * scale) if text else 0
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"expected a size such as 500M or 20G, got {value!r}")
+    return size
+
+
+_SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(value: str) -> int:
+    """`--max-age`: seconds, or a number with s, m, h or d."""
+    text = value.strip().lower()
+    scale = 1
+    if text[-1:] in _DURATION_UNITS:
+        scale, text = _DURATION_UNITS[text[-1]], text[:-1]
+    try:
+        seconds = int(float(text) * scale) if text else 0
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration such as 90s, 30m, 6h or 7d, got {value!r}"
+        )
+    return seconds
+
+
+def _mode(value: str) -> str:
+    """`--mode`: reverse, regular, or upstream:URL (the proxy this one chains to)."""
+    if value in ("reverse", "regular"):
+        return value
+    kind, sep, url = value.partition(":")
+    if kind == "upstream" and sep:
+        return f"upstream:{_upstream(url)}"
+    raise argparse.ArgumentTypeError(f"expected reverse, regular or upstream:URL, got {value!r}")
+
+
+def _pem(option: str, value: str | None, *, key: bool) -> Path | None:
+    """A PEM file given to a TLS option, checked before the proxy starts (UsageError)."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError as e:
+        raise UsageError(f"{option} {value}: {e.strerror or e}") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise UsageError(f"{option} {value}: no PEM certificate in it")
+    if key and "PRIVATE KEY-----" not in text:
+        raise UsageError(f"{option} {value}: no private key in it (a PEM with key and chain)")
+    return path
+
+
 def _cmd_proxy(args: argparse.Namespace) -> int:
     from addons import proxy
     from analyzer.capture.writer import CaptureError, prepare_capture_dir
 
     host, port = args.listen
+    mode = args.mode
+    if mode == "reverse" and not args.upstream:
+        raise UsageError("proxy: --upstream URL is required (or --mode regular|upstream:URL)")
+    if mode != "reverse" and args.upstream:
+        raise UsageError(
+            f"proxy: --upstream is for --mode reverse; --mode {mode} forwards "
+            "to whatever origin each client asks for"
+        )
+    if args.upstream_ca and args.upstream_insecure:
+        raise UsageError("proxy: --upstream-ca and --upstream-insecure exclude each other")
+    tls = proxy.Tls(
+        upstream_ca=_pem("--upstream-ca", args.upstream_ca, key=False),
+        upstream_insecure=args.upstream_insecure,
+        cert=_pem("--cert", args.cert, key=True),
+        ca_dir=Path(args.ca_dir).expanduser() if args.ca_dir else None,
+    )
+    target = args.upstream if mode == "reverse" else "the origins clients ask for"
     if not is_loopback(host):
         _warn(
             f"the proxy listens on {host}, not loopback: anyone who can reach this address can "
-            f"send requests through it to {args.upstream}, and they are recorded"
+            f"send requests through it to {target}, and they are recorded"
+        )
+    if args.upstream_insecure:
+        _warn(
+            "--upstream-insecure: origin certificates are not verified; anyone on the path to "
+            "the origin can read and change the traffic"
         )
     out = Path(args.out)
     if writable_by_others(out.expanduser()):
@@ -139,6 +223,16 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
             "that analyze will merge with this capture"
         )
     _check_listen(host, port)
+    if args.metrics is not None:
+        metrics_host, metrics_port = args.metrics
+        if (metrics_host, metrics_port) == (host, port):
+            raise UsageError("proxy: --metrics must not be the --listen address")
+        if not is_loopback(metrics_host):
+            _warn(
+                f"--metrics listens on {metrics_host}, not loopback: anyone who can reach it "
+                "reads the capture's counters"
+            )
+        _check_listen(metrics_host, metrics_port)
     try:
         # Before the proxy listens: one line instead of mitmproxy's traceback and exit 1.
         prepare_capture_dir(out.expanduser())
@@ -149,6 +243,8 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     else:
         print("seamwatch: --no-redact: credentials will be written to disk", file=sys.stderr)
         redact = False
+    if args.stats_interval < 0:
+        raise UsageError("proxy: --stats-interval must be 0 (at exit only) or more seconds")
     argv = proxy.mitmdump_args(
         upstream=args.upstream,
         listen_host=host,
@@ -157,12 +253,26 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         replica_header=args.replica_header,
         client_header=args.client_header,
         redact=redact,
+        mode=mode,
+        tls=tls,
+        daemon=proxy.Daemon(
+            max_bytes=args.max_size,
+            max_age_s=args.max_age,
+            stats_interval_s=args.stats_interval,
+            metrics=args.metrics,
+        ),
     )
-    print(
-        f"seamwatch proxy: http://{host}:{port} -> {args.upstream}, capturing to {out}",
-        file=sys.stderr,
-        flush=True,
-    )
+    scheme = "https" if tls.cert is not None else "http"
+    if mode == "reverse":
+        what = f"{scheme}://{host}:{port} -> {args.upstream}"
+    else:
+        ca = (tls.ca_dir or Path("~/.mitmproxy").expanduser()) / "mitmproxy-ca-cert.pem"
+        chain = f", chained to {mode.partition(':')[2]}" if mode != "regular" else ""
+        what = (
+            f"forward proxy on http://{host}:{port}{chain} (clients: HTTPS_PROXY=http://"
+            f"{host}:{port}, trusting the CA in {ca})"
+        )
+    print(f"seamwatch proxy: {what}, capturing to {out}", file=sys.stderr, flush=True)
     return int(proxy.run(argv))
 
 
@@ -240,7 +350,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("proxy", help="record traffic to an MCP server (reverse proxy)")
-    p.add_argument("--upstream", required=True, type=_upstream, help="the MCP server's base URL")
+    p.add_argument("--upstream", type=_upstream, help="the MCP server's base URL (reverse mode)")
+    p.add_argument(
+        "--mode",
+        type=_mode,
+        default="reverse",
+        metavar="MODE",
+        help="reverse (default: in front of --upstream), regular (a forward proxy: clients set "
+        "HTTPS_PROXY and trust mitmproxy's CA), or upstream:URL (forward, chained to URL)",
+    )
     p.add_argument(
         "--listen",
         type=_listen,
@@ -254,6 +372,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replica-header", metavar="NAME", help="response header naming the replica")
     p.add_argument("--client-header", metavar="NAME", help="request header naming the client")
     p.add_argument("--no-redact", action="store_true", help="write credentials to disk unredacted")
+    p.add_argument(
+        "--upstream-ca",
+        metavar="FILE",
+        help="PEM of the CA that signed the origin's certificate (default: the system's store)",
+    )
+    p.add_argument(
+        "--upstream-insecure", action="store_true", help="do not verify the origin's certificate"
+    )
+    p.add_argument(
+        "--cert",
+        metavar="FILE",
+        help="PEM with key and chain: serve TLS to clients with it (default: plain HTTP)",
+    )
+    p.add_argument(
+        "--ca-dir", metavar="DIR", help="mitmproxy's CA folder for --mode regular (~/.mitmproxy)"
+    )
+    p.add_argument(
+        "--max-size",
+        type=_size,
+        metavar="SIZE",
+        help="keep the capture folder within SIZE (500M, 20G): the oldest closed files go",
+    )
+    p.add_argument(
+        "--max-age",
+        type=_duration,
+        metavar="DURATION",
+        help="delete closed capture files older than DURATION (90s, 30m, 6h, 7d)",
+    )
+    p.add_argument(
+        "--stats-interval",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="a stats line on stderr this often and at exit (default 60; 0: at exit only)",
+    )
+    p.add_argument(
+        "--metrics",
+        type=_listen,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics (counts only) on HOST:PORT (loopback when HOST is empty)",
+    )
     p.set_defaults(func=_cmd_proxy)
 
     a = sub.add_parser("analyze", help="analyze captures, dumps or HAR files")

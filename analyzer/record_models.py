@@ -60,6 +60,32 @@ class RedactionPolicy(BaseModel):
     query_keys: list[str] = []  # request-target query names redacted beside json_keys (1.1)
 
 
+class RetentionDeleted(BaseModel):
+    """A capture file that retention deleted before this file was opened (1.3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str
+    run_id: str | None
+    file_index: int | None
+    first_seq: int | None
+    last_seq: int | None
+    bytes: int
+    reason: Literal["max_bytes", "max_age"]
+
+
+class RetentionPolicy(BaseModel):
+    """The capture folder's bounds, what was deleted since the writer's previous file, and per
+    run the last `seq` deleted so far (every record of that run up to it is gone) (1.3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_bytes: int | None
+    max_age_s: float | None
+    deleted: list[RetentionDeleted] = []
+    cut: dict[str, int] = {}
+
+
 class CaptureOpen(_Record):
     kind: Literal["capture_open"] = "capture_open"
     schema_: str = Field(alias="schema", description="major.minor")
@@ -72,6 +98,8 @@ class CaptureOpen(_Record):
     upstream: str | None
     replica_header: str | None = None
     client_header: str | None = None
+    mode: str | None = Field(default=None, description="mitmproxy's proxy mode (1.3)")
+    retention: RetentionPolicy | None = None  # 1.3
 
 
 class Request(_Record):

@@ -14,7 +14,8 @@ import base64
 from typing import Literal
 
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 2  # 1.1: `redaction.query_keys`; 1.2: `decode_error` of a body
+SCHEMA_MINOR = 3  # 1.1: `redaction.query_keys`; 1.2: `decode_error` of a body;
+# 1.3: capture_open's `mode` and `retention` (files deleted by --max-size / --max-age)
 SCHEMA = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 StreamEndHow = Literal["complete", "client_closed", "server_closed", "error", "open_at_shutdown"]

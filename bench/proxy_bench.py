@@ -1,6 +1,6 @@
 """Benchmark: SSE events/s and per-event latency, direct vs plain mitmproxy vs seamwatch proxy.
 
-    .venv/bin/python bench/proxy_bench.py [--events N] [--rounds R]
+    .venv/bin/python bench/proxy_bench.py [--events N] [--rounds R] [--daemon]
 
 All three paths run side by side in one process tree on 127.0.0.1, interleaved round by round
 (the machine is shared and noisy, so the order rotates each round), and the medians over rounds
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from addons.proxy import CAPTURE_ADDON, mitmdump_args  # noqa: E402
+from addons.proxy import CAPTURE_ADDON, Daemon, mitmdump_args  # noqa: E402
 from tests.support.proxy import free_port, wait_port  # noqa: E402
 
 PLAIN_STREAMING = """
@@ -48,6 +48,16 @@ PAYLOAD = (
     b'"progress":%d,"total":100000,"message":"working on step %d"},"t":%d}'
 )
 PATHS = ("direct", "mitmproxy", "seamwatch")
+# `--daemon`: what Prometheus does, once a second.
+SCRAPER = """
+import sys, time, urllib.request
+while True:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read()
+    except OSError:
+        pass
+    time.sleep(1)
+"""
 _RECV_SIZE = 1 << 18
 _RECV_PAUSE_S = 0.001
 PROCS = ("client", "origin", "proxy", "worker")
@@ -237,6 +247,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--paced-events", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--daemon",
+        action="store_true",
+        help="run seamwatch as a long-running daemon would: stats line, metrics endpoint "
+        "(scraped once a second), retention bound",
+    )
     parser.add_argument("--origin", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.origin:
@@ -252,6 +268,9 @@ def main() -> None:
     mitmdump = [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()"]
 
     plain_port, sw_port = free_port(), free_port()
+    daemon = Daemon()
+    if args.daemon:
+        daemon = Daemon(max_bytes=1 << 30, stats_interval_s=60, metrics=("127.0.0.1", free_port()))
     capture = work / "capture"
     plain = start(
         [*mitmdump, *plain_args(upstream=upstream, port=plain_port, script=plain_script)],
@@ -263,11 +282,22 @@ def main() -> None:
             "-s",
             str(CAPTURE_ADDON),
             *mitmdump_args(
-                upstream=upstream, listen_host="127.0.0.1", listen_port=sw_port, out=capture
+                upstream=upstream,
+                listen_host="127.0.0.1",
+                listen_port=sw_port,
+                out=capture,
+                daemon=daemon,
             ),
         ],
         sw_port,
     )
+    scraper = None
+    if daemon.metrics is not None:
+        scraper = subprocess.Popen(
+            [sys.executable, "-c", SCRAPER, str(daemon.metrics[1])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     ports = {"direct": origin_port, "mitmproxy": plain_port, "seamwatch": sw_port}
     rates: dict[str, list[float]] = {name: [] for name in PATHS}
     latencies: dict[str, list[float]] = {name: [] for name in PATHS}
@@ -305,6 +335,9 @@ def main() -> None:
                 )
                 latencies[name].append(paced[1])
     finally:
+        if scraper is not None:
+            scraper.terminate()
+            scraper.wait(10)
         for proc in (plain, seamwatch, origin_proc):
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)

@@ -398,3 +398,18 @@ class EventFramer:
     def pending(self) -> int:
         """Bytes of an incomplete event seen so far: held back, or withheld from a cut one."""
         return len(self._pending) + self._withheld
+
+
+# A blank line ends an event (WHATWG HTML, 9.2.6: "If the line is empty ... dispatch the
+# event"); lines end with CRLF, LF or CR. Mixed line endings within one stream are not counted.
+_EVENT_ENDS = ("\n\n", "\r\n\r\n", "\r\r")
+_EVENT_ENDS_BYTES = tuple(end.encode() for end in _EVENT_ENDS)
+
+
+def count_events(data: str | bytes) -> int:
+    """SSE events that `data` (whole events, as the framer cuts them) completes."""
+    if not data:
+        return 0
+    if isinstance(data, str):
+        return sum(map(data.count, _EVENT_ENDS))
+    return sum(map(data.count, _EVENT_ENDS_BYTES))

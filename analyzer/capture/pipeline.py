@@ -18,7 +18,12 @@ The pipe carries a stream of frames, each a tag byte and fixed little-endian fie
 - `P` anything else (request, response, end of stream, unreachable upstream; once per flow):
   a length (u32) and a pickled tuple. Pickle is safe here: our own parent process wrote it.
 - `N` counters: records dropped at the full queue and capture errors (u64 each) since the last.
+- `R` rotate: close the current capture file and open the next (the proxy got SIGHUP).
 - `X` goodbye: the proxy is closing cleanly.
+
+The worker owns the capture's numbers, so it also prints the stats line (every
+`stats_interval_s`, and at close) and, with `metrics`, serves them to Prometheus
+(`analyzer.capture.health`).
 
 Secrets cross the pipe in memory, between two processes of the same user, and are redacted
 before anything reaches disk. The worker exits when the pipe closes; if the proxy died without
@@ -53,8 +58,10 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
+from analyzer.capture.health import MetricsServer, stats_line
 from analyzer.capture.recorder import Recorder, StreamTap
 from analyzer.capture.redaction import Redactor
+from analyzer.capture.retention import Retention
 from analyzer.capture.writer import CaptureError, CaptureWriter
 
 _LEN = struct.Struct("<Q")
@@ -65,7 +72,7 @@ _monotonic_ns = time.monotonic_ns
 _PICKLED = struct.Struct("<I")
 _CLOCK = struct.Struct("<qq")
 _COUNTERS = struct.Struct("<QQ")
-_TAG_CHUNK, _TAG_PICKLED, _TAG_CLOCK, _TAG_COUNTERS, _TAG_CLOSE = b"CPTNX"
+_TAG_CHUNK, _TAG_PICKLED, _TAG_CLOCK, _TAG_COUNTERS, _TAG_ROTATE, _TAG_CLOSE = b"CPTNRX"
 # 50 ms, not 10: fewer wake-ups of the sender (and GIL hand-offs) in the proxy and of the worker,
 # in bigger batches; measured 0.6-1 µs less proxy CPU per SSE event (bench/proxy_bench.py).
 # Well inside the durability bound: a record is shipped within 50 ms and synced within the
@@ -150,6 +157,9 @@ class CaptureClient:
         rotate_bytes: int = 64 << 20,
         flush_interval_s: float = 0.2,
         queue_max: int = 200_000,
+        retention: Retention | None = None,
+        stats_interval_s: float | None = None,
+        metrics: tuple[str, int] | None = None,
     ) -> None:
         self.queue_max = queue_max
         # A deque of frames: append and popleft are atomic, so the hot path takes no lock.
@@ -167,6 +177,7 @@ class CaptureClient:
         self._dropped_at_death = self._unshipped = 0
         self._out_dir = out_dir
         self._wake = threading.Event()
+        self._rotate = False
         root = str(Path(__file__).resolve().parents[2])
         self._proc = subprocess.Popen(
             [sys.executable, "-P", "-c", _WORKER, root],
@@ -184,6 +195,9 @@ class CaptureClient:
             "replica_header": replica_header,
             "rotate_bytes": rotate_bytes,
             "flush_interval_s": flush_interval_s,
+            "retention": retention,
+            "stats_interval_s": stats_interval_s,
+            "metrics": metrics,
         }
         _write_frame(self._pipe, config)
         ready = self._proc.stdout.readline().decode("utf-8", "replace").strip()
@@ -241,6 +255,11 @@ class CaptureClient:
         """Count a failure of the proxy-side capture path."""
         self._errors += 1
 
+    def rotate(self) -> None:
+        """Have the worker close the current capture file and open the next, after what is
+        queued now (SIGHUP). Safe from a signal handler: it only sets a flag."""
+        self._rotate = True
+
     # -- shipping -------------------------------------------------------------------------
 
     def _take(self) -> tuple[bytes, int]:
@@ -255,6 +274,9 @@ class CaptureClient:
             frames.append(b"N" + _COUNTERS.pack(*delta))
         records = len(self._items)
         frames += [popleft() for _ in range(records)]
+        if self._rotate:
+            self._rotate = False
+            frames.append(b"R")
         return (b"".join(frames) if len(frames) > 1 else b""), records
 
     def _send_loop(self) -> None:
@@ -369,12 +391,62 @@ class _Worker:
             open_fields={**config["open_fields"], "redaction": redactor.policy()},
             rotate_bytes=config["rotate_bytes"],
             flush_interval_s=config["flush_interval_s"],
+            retention=config.get("retention"),
         )
         self.recorder = Recorder(self.writer, redactor, replica_header=config["replica_header"])
         self.taps: dict[str, StreamTap] = {}
         self.wall_offset = time.time_ns() - time.monotonic_ns()
         self.closed = False
         self._chunk_frames: dict[int, struct.Struct] = {}
+        self.bytes = 0
+        # Write lag: the monotonic time of the oldest record fed since the last write.
+        self._oldest: int | None = None
+        self.write_lag_s = 0.0
+        self.stats_interval_s: float | None = config.get("stats_interval_s")
+        self.stats_due = time.monotonic() + (self.stats_interval_s or 0)
+        self.metrics = MetricsServer(self.health)
+
+    def health(self) -> dict[str, float]:
+        """The numbers of the stats line and of /metrics (`analyzer.capture.health`)."""
+        counters = self.writer.counters
+        return {
+            "exchanges": self.recorder.exchanges,
+            "sse_events": self.recorder.events,
+            "bytes": self.bytes,
+            "written": counters["written"],
+            "dropped": counters["dropped"],
+            "redacted": counters["redacted"],
+            "addon_errors": counters["addon_errors"],
+            "files": self.writer.files,
+            "files_deleted": self.writer.files_deleted,
+            "write_lag_seconds": self.write_lag_s,
+        }
+
+    def say_stats(self) -> None:
+        if self.stats_interval_s is not None:
+            print(f"seamwatch: stats: {stats_line(self.health())}", file=sys.stderr, flush=True)
+
+    def pump(self) -> float:
+        """Write what was fed, measure the lag, print stats when due; seconds until due again."""
+        due = self.writer.pump()
+        now_ns = time.monotonic_ns()
+        if self._oldest is not None:
+            self.write_lag_s = max(0, now_ns - self._oldest) / 1e9
+            if not self.writer.holding:
+                self._oldest = None
+        else:
+            self.write_lag_s = 0.0
+        if self.stats_interval_s:  # 0: at close only
+            now = now_ns / 1e9
+            if now >= self.stats_due:
+                self.say_stats()
+                self.stats_due = now + self.stats_interval_s
+            due = min(due, max(0.0, self.stats_due - now))
+        return due
+
+    def _seen(self, mono: int) -> None:
+        if self._oldest is None or mono < self._oldest:
+            self._oldest = mono
 
     def feed(self, buf: bytes) -> int:
         """Apply the whole frames at the start of `buf`; how many bytes they took."""
@@ -401,12 +473,16 @@ class _Worker:
                     break
                 item = pickle.loads(buf[at : at + size])  # our own parent process wrote it
                 pos = at + size
+                self._seen(item[1][1])
                 self.guarded(self.apply, item)
             elif tag == _TAG_COUNTERS:
                 if pos + 1 + _COUNTERS.size > end:
                     break
                 self.writer.count_upstream(*_COUNTERS.unpack_from(buf, pos + 1))
                 pos += 1 + _COUNTERS.size
+            elif tag == _TAG_ROTATE:
+                self.writer.rotate()
+                pos += 1
             elif tag == _TAG_CLOSE:
                 self.closed = True
                 return end
@@ -448,6 +524,8 @@ class _Worker:
             self.writer.count_error()
 
     def chunks(self, flow_id: bytes, raws: list[bytes], monos: list[int]) -> None:
+        self.bytes += sum(map(len, raws))
+        self._seen(monos[0])
         tap = self.taps.get(flow_id.decode("utf-8", "surrogatepass"))
         if tap is not None:
             self.guarded(tap.feed_many, raws, monos, self.wall_offset)
@@ -455,8 +533,10 @@ class _Worker:
     def apply(self, item: Item) -> None:
         kind, at = item[0], item[1]
         if kind == "request":
+            self._count_body(item[3])
             self.recorder.request(item[2], at=at, **item[3])
         elif kind == "response":
+            self._count_body(item[3])
             tap = self.recorder.response(item[2], at=at, **item[3])
             if tap is not None:
                 self.taps[item[2]] = tap
@@ -469,6 +549,11 @@ class _Worker:
         elif kind == "unreachable":
             self.recorder.server_unreachable(item[2], item[3], at=at)
 
+    def _count_body(self, fields: dict[str, Any]) -> None:
+        body = fields.get("body")
+        if isinstance(body, bytes):
+            self.bytes += len(body)
+
     def finish(self, *, clean: bool) -> int:
         """Close the capture; the worker's exit status (`EXIT_RECORDS_LOST` after a loss)."""
         for tap in self.taps.values():
@@ -478,6 +563,10 @@ class _Worker:
             self.writer.close()
         else:
             self.writer.abandon()
+        self.metrics.close()
+        self._oldest = None
+        self.write_lag_s = 0.0
+        self.say_stats()
         return EXIT_RECORDS_LOST if self.writer.lost else 0
 
 
@@ -487,6 +576,8 @@ def main() -> int:
     # the whole process group by a terminal or a supervisor.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # SIGHUP rotates the capture: the proxy's to handle (it tells this worker, in order).
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     # When the cores are saturated the proxy goes first: the worker lags behind (its input is
     # queued, bounded, in the proxy) and catches up when the traffic lets it.
     with contextlib.suppress(OSError):
@@ -502,6 +593,9 @@ def main() -> int:
         worker = _Worker(config)
         # This process does nothing but record: its one thread writes too (`pump`), each
         # batch as soon as it is recorded, and syncs on the writer's cadence.
+        if config.get("metrics"):
+            host, port = config["metrics"]
+            worker.metrics.start(host, port)
         worker.writer.start(inline=True)
     except (CaptureError, OSError, ValueError) as e:
         print(f"cannot capture to {config['out_dir']}: {e}", file=stdout, flush=True)
@@ -521,7 +615,7 @@ def main() -> int:
         if worker.closed:
             return worker.finish(clean=True)
         # Write what was recorded; wait for input no longer than the next sync is due.
-        while not poll.poll(worker.writer.pump() * 1000 + 1):
+        while not poll.poll(worker.pump() * 1000 + 1):
             pass
         data = os.read(stdin, _READ_SIZE)
         if not data:  # the proxy died without a goodbye; a torn last frame is dropped

@@ -22,6 +22,7 @@ from analyzer.capture.framing import (
     DEFAULT_EVENT_CAP,
     ContentDecoder,
     EventFramer,
+    count_events,
     with_decode_error,
 )
 from analyzer.capture.redaction import Redactor
@@ -143,8 +144,10 @@ class StreamTap:
             texts = list(map(bytes.decode, raws))  # UTF-8, strict
         except UnicodeDecodeError:
             return False
-        if self.recorder.redactor.may_redact("".join(texts)):
+        joined = "".join(texts)
+        if self.recorder.redactor.may_redact(joined):
             return False
+        self.recorder.events += count_events(joined)
         self.decoder.produced += sum(map(len, raws))
         n, count = self.n, len(raws)
         # json.encoder's C string encoder escapes as pydantic_core's to_json does (tested).
@@ -185,6 +188,7 @@ class StreamTap:
         self, data: bytes, *, unterminated: bool, at: Stamp | None, withheld: int = 0
     ) -> None:
         rec = self.recorder
+        rec.events += count_events(data)
         data = rec.redacted(data)
         record = _stamp("chunk", at)
         record["flow"] = self.flow
@@ -221,6 +225,9 @@ class Recorder:
         self.event_cap = event_cap
         self.redacted_event_cap = redacted_event_cap
         self.decode_cap = decode_cap
+        # For the stats line and metrics (`analyzer.capture.health`): counts, no content.
+        self.exchanges = 0
+        self.events = 0
 
     def _headers(self, headers: Headers) -> list[tuple[str, str]]:
         out, count = self.redactor.headers(list(headers))
@@ -270,6 +277,7 @@ class Recorder:
         they add to the body's `truncated_bytes`, as a response's do. `body_decode_error` says
         why the body is recorded still encoded (its Content-Encoding could not be undone).
         """
+        self.exchanges += 1
         path, count = self.redactor.path(path)
         if count:
             self.sink.count_redacted(count)

@@ -36,6 +36,12 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
   joined, lone ones replaced by U+FFFD, and the repair counted as an error. A caller that
   serializes records itself, as `to_json` would, hands them over a list at a time
   (`submit_encoded`): one queue item instead of one per record.
+- Retention (`Retention`, `analyzer.capture.retention`): before each new file is opened, the
+  oldest closed files of the folder go until it is within its bounds with room for the new
+  file; the new file's capture_open lists them and, per run, the last `seq` deleted so far, so
+  a reader can tell the cut from loss. Bounds by age are checked with the stats: a file that
+  ages out rotates the current one, so its deletion is recorded at once. `rotate()` (SIGHUP)
+  closes the current file and opens the next.
 - Files are created 0600 with O_EXCL whatever the umask. A capture folder that the writer
   creates is 0700, as is every missing parent it creates on the way; one that already exists
   is left as its owner set it (it may be shared on purpose), the files in it being 0600 anyway.
@@ -59,6 +65,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from analyzer import SeamwatchError
+from analyzer.capture.retention import Retention, expired, prune
 from analyzer.record_models import RECORD_ADAPTER
 
 __all__ = ["CaptureError", "CaptureWriter", "make_capture_dir", "prepare_capture_dir"]
@@ -74,6 +81,7 @@ _BATCH_MAX = 4096
 # How often records held after a failed write are tried again.
 _RETRY_S = 0.5
 _CLOSE: Final = object()
+_ROTATE: Final = object()
 _FALLBACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -99,6 +107,7 @@ class CaptureWriter:
         stats_interval_s: float = 5.0,
         close_timeout_s: float = 60.0,
         hold_bytes: int = 32 * 2**20,
+        retention: Retention | None = None,
     ) -> None:
         if rotate_bytes < 1 or queue_max < 1:
             raise ValueError("rotate_bytes and queue_max must be positive")
@@ -126,6 +135,11 @@ class CaptureWriter:
         self._stats_interval = stats_interval_s
         self._close_timeout = close_timeout_s
         self._hold_bytes = hold_bytes
+        self._retention = retention
+        # Per run, the last seq that retention deleted (cumulative: each capture_open says all).
+        self._cut: dict[str, int] = {}
+        self.files_deleted = 0
+        self._age_stuck = False
         # SimpleQueue is C and lock-light; its bound is the qsize check in submit.
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -228,6 +242,25 @@ class CaptureWriter:
             self._reopen()
         return True
 
+    def rotate(self) -> None:
+        """Close the current file and open the next (SIGHUP, as log rotation tools send)."""
+        if not self._started or self._closing:
+            return
+        if self._inline:
+            self._rotate_now()
+        else:
+            self._queue.put(_ROTATE)
+
+    @property
+    def holding(self) -> bool:
+        """Whether records are held in memory after a failed write (not yet on disk)."""
+        return bool(self._held)
+
+    @property
+    def files(self) -> int:
+        """Capture files this writer opened."""
+        return self._index + 1
+
     def count_error(self) -> None:
         """Count a failure of the addon's capture path."""
         self._addon_errors += 1
@@ -305,6 +338,7 @@ class CaptureWriter:
         if now >= self._stats_due:
             self._add_own("capture_stats")
             self._stats_due = now + self._stats_interval
+            self._age_out()
         if self._unsynced and now >= self._dirty_since + self._flush_interval:
             self._sync()
         due = self._stats_due
@@ -350,6 +384,9 @@ class CaptureWriter:
                 if item is _CLOSE:
                     closing = True  # and drain what raced past the flag
                     batch += 1
+                elif item is _ROTATE:
+                    self._rotate_now()
+                    batch += 1
                 elif type(item) is _Encoded:
                     self._add_encoded(item)
                     batch += len(item)
@@ -369,6 +406,7 @@ class CaptureWriter:
             if now >= stats_due:
                 self._add_own("capture_stats")
                 stats_due = now + self._stats_interval
+                self._age_out()
             if self._unsynced and now >= self._dirty_since + self._flush_interval:
                 self._sync()
         self._finish()
@@ -545,7 +583,11 @@ class CaptureWriter:
         os.fchmod(fd, 0o600)  # the umask may have taken bits
         self._fd, self._path, self._index = fd, path, index
         self._size = self._file_records = 0
-        record = {"kind": "capture_open", **_stamp(), "file_index": index} | self._open_fields
+        record = (
+            {"kind": "capture_open", **_stamp(), "file_index": index}
+            | self._open_fields
+            | self._retention_fields()
+        )
         body = self._encode(record)
         if body is not None:
             line = _with_seq(self._seq, body[1:])
@@ -574,6 +616,48 @@ class CaptureWriter:
             return  # the disk refuses this file's lines: a new file would put them out of order
         self._close_file()
         self._reopen()
+
+    def _rotate_now(self) -> None:
+        """Rotate between records: what is pending goes to the current file first."""
+        self._write_pending()
+        self._rotate()
+        self._write_pending()
+
+    def _age_out(self) -> None:
+        """Rotate when a closed file is past `max_age_s`: the new file's capture_open records
+        its deletion now, not whenever the current file fills."""
+        if self._retention is not None and self._retention.max_age_s is not None:
+            try:
+                due = expired(self.out_dir, self._retention.max_age_s)
+            except OSError:
+                due = False
+            if due and not self._age_stuck:
+                self._rotate_now()
+                # A file that cannot be deleted must not rotate a new file every interval.
+                with contextlib.suppress(OSError):
+                    self._age_stuck = expired(self.out_dir, self._retention.max_age_s)
+            elif not due:
+                self._age_stuck = False
+
+    def _retention_fields(self) -> dict[str, object]:
+        """Delete what retention lets go before a new file; capture_open's `retention`."""
+        if self._retention is None:
+            return {}
+        try:
+            deleted = prune(self.out_dir, self._retention, room=self._rotate_bytes)
+        except OSError:
+            self._writer_errors += 1
+            deleted = []
+        for gone in deleted:
+            if gone.run_id is not None and gone.last_seq is not None:
+                self._cut[gone.run_id] = max(self._cut.get(gone.run_id, -1), gone.last_seq)
+        self.files_deleted += len(deleted)
+        if deleted:
+            log.info("retention deleted %d capture file(s) from %s", len(deleted), self.out_dir)
+        return {
+            "retention": self._retention.policy()
+            | {"deleted": [gone.record() for gone in deleted], "cut": dict(self._cut)}
+        }
 
     def _reopen(self) -> None:
         try:

@@ -4,7 +4,8 @@ Flags an input whose capture lost records (`seq` gaps, records the writer droppe
 queue or a failed write; high: loss is what this tool exists to expose, DESIGN.md §6), whose
 reader skipped records (torn or corrupt lines, an unclean stop, stream bodies a dump did not
 keep, a damaged dump; low: a finding may be missing or spurious where records are missing), or
-that only carries notes (a BOM, a newer schema minor, duplicates; info), and each session with
+that only carries notes (a BOM, a newer schema minor, duplicates, records the proxy's
+retention deleted on purpose; info), and each session with
 HTTP responses still open when the capture stopped (info: their losses are not judged), and
 each session with JSON-RPC messages nested too deeply to read (low: a `tools/call` among them,
 its arguments past what can be canonicalized, is missing from the tool calls, so

@@ -117,6 +117,7 @@ DAMAGE: Mapping[str, str] = {
     "seq_gap": "record(s) missing (gaps in seq)",
     "missing_close": "run(s) without capture_close (unclean stop)",
     "missing_open": "file(s) without capture_open",
+    "retention_deleted": "record(s) deleted by the proxy's retention (--max-size, --max-age)",
     "chunk_gap": "chunk record(s) missing within responses",
     "late_record": "record(s) after their stream's end skipped",
     "writer_dropped": "record(s) dropped by the capture writer (queue full or failed write)",

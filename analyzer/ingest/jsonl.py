@@ -166,11 +166,18 @@ def _head(path: Path) -> tuple[dict[str, Any] | None, int]:
     return (first if isinstance(first, dict) else None), size
 
 
-def _plan(files: Sequence[Path], counts: Counter[str]) -> list[_File]:
-    """Order files by run (first capture_open time) and rotation index; drop duplicates."""
+def _plan(
+    files: Sequence[Path], counts: Counter[str], cuts: dict[str, int] | None = None
+) -> list[_File]:
+    """Order files by run (first capture_open time) and rotation index; drop duplicates.
+
+    `cuts` gets, per run, the last seq that retention deleted, as capture_open records it.
+    """
     planned: dict[tuple[str, int], _File] = {}
     for path in files:
         first, size = _head(path)
+        if cuts is not None and first is not None:
+            _retention_cuts(first, cuts)
         # A run id holding a lone surrogate (a leniently read line) cannot name the run's rows.
         if (
             first is not None
@@ -214,6 +221,17 @@ def _plan(files: Sequence[Path], counts: Counter[str]) -> list[_File]:
     for entry in planned.values():
         run_start[entry.run] = min(run_start.get(entry.run, entry.first_ts), entry.first_ts)
     return sorted(planned.values(), key=lambda f: (run_start[f.run], f.run, f.file_index, f.path))
+
+
+def _retention_cuts(first: dict[str, Any], cuts: dict[str, int]) -> None:
+    """Merge a capture_open's `retention.cut` (schema 1.3: per run, every record up to that
+    seq was deleted by --max-size / --max-age) into `cuts`."""
+    retention = first.get("retention")
+    cut = retention.get("cut") if isinstance(retention, dict) else None
+    if isinstance(cut, dict):
+        for run, seq in cut.items():
+            if type(seq) is int and isinstance(run, str):
+                cuts[run] = max(cuts.get(run, -1), seq)
 
 
 def _route(line: bytes, parts: int) -> int:
@@ -763,8 +781,9 @@ def read_capture(
     Raises UnreadableInput or UnsupportedSchema; everything else is a counted warning.
     """
     counts: Counter[str] = Counter()
+    cuts: dict[str, int] = {}
     try:
-        files = _plan(capture_files(path), counts)
+        files = _plan(capture_files(path), counts, cuts)
     except OSError as e:
         raise UnreadableInput(os_reason(path, e)) from e
     total = sum(f.size for f in files)
@@ -798,8 +817,12 @@ def read_capture(
         records += result.records
         for name, run in result.runs.items():
             by_run.setdefault(name, []).append(run)
-    for runs in by_run.values():
-        counts["seq_gap"] += _missing_records(runs)
+    for name, runs in by_run.items():
+        missing = _missing_records(runs)
+        # Records retention deleted (seq 0 up to the cut) are a note, not a loss.
+        cut = min(missing, cuts.get(name, -1) + 1)
+        counts["retention_deleted"] += cut
+        counts["seq_gap"] += missing - cut
         if not any(run.closed for run in runs):
             counts["missing_close"] += 1
         counts["writer_dropped"] += max(run.dropped for run in runs)

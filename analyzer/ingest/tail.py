@@ -189,6 +189,7 @@ class CaptureTail:
         self._ignored: dict[tuple[int, int], int] = {}  # duplicate files left out -> size
         self._counts: Counter[str] = Counter()  # plan and line damage so far
         self._runs: dict[str, _Run] = {}
+        self._cuts: dict[str, int] = {}  # per run, the last seq the proxy's retention deleted
         self._positions: dict[str, int] = {}
         self._seen_other: set[tuple[str, int]] = set()
         # The Parquet parts of the rows drained so far, per table, in the order written. The
@@ -306,7 +307,7 @@ class CaptureTail:
                 unready[str(path)] = self._unready_counts(path, stat)
         if ready:
             counts: Counter[str] = Counter()
-            planned = _plan([path for path, _ in ready], counts)
+            planned = _plan([path for path, _ in ready], counts, self._cuts)
             stats = {str(path): stat for path, stat in ready}
             keys = {(f.plan.run, f.plan.file_index) for f in tracked}
             clash = any((p.run, p.file_index) in keys for p in planned)
@@ -520,8 +521,11 @@ class CaptureTail:
             counts.update(entry.pending)
         for _, _, pending in self._unready.values():
             counts.update(pending)
-        for run in self._runs.values():
-            counts["seq_gap"] += _missing_records([run])
+        for name, run in self._runs.items():
+            missing = _missing_records([run])
+            cut = min(missing, self._cuts.get(name, -1) + 1)  # as `jsonl.read_capture`
+            counts["retention_deleted"] += cut
+            counts["seq_gap"] += missing - cut
             if not run.closed:
                 counts["missing_close"] += 1
             counts["writer_dropped"] += run.dropped

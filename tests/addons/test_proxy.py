@@ -7,16 +7,19 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from mitmproxy.net import server_spec
+from prometheus_client.parser import text_string_to_metric_families
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
-from analyzer.cli import build_parser
+from analyzer.cli import build_parser, main
 from tests.support.disk import small_disk
 from tests.support.origin import Origin, Script
-from tests.support.proxy import ROOT, free_port, read_records, wait_port
+from tests.support.proxy import ROOT, free_port, read_records, run_proxy, wait_port
+from tests.support.tls import CertAuthority, make_ca, sdk_client, tls_sdk_server
 
 
 def test_mitmdump_args_run_the_capture_addon_in_reverse_mode() -> None:
@@ -27,9 +30,12 @@ def test_mitmdump_args_run_the_capture_addon_in_reverse_mode() -> None:
         out=Path("cap"),
         replica_header="X-Served-By",
     )
-    assert args[args.index("--mode") + 1] == "reverse:http://127.0.0.1:9000"
     assert "-s" not in args  # `proxy.run` adds the addon itself
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    assert len(sets) * 2 == len(args)  # all in one update: the capture opens in it
+    assert "mode=reverse:http://127.0.0.1:9000" in sets
+    assert "listen_host=127.0.0.1" in sets
+    assert "listen_port=8080" in sets
     assert "seamwatch_dir=cap" in sets
     assert "seamwatch_redact=true" in sets
     assert "seamwatch_replica_header=X-Served-By" in sets
@@ -59,13 +65,72 @@ def test_proxy_defaults_to_loopback() -> None:
         ["proxy", "--upstream", "http://127.0.0.1:notaport"],
         ["proxy", "--upstream", "http://127.0.0.1:0/mcp"],
         ["proxy", "--upstream", "http://127.0.0.1:-1"],
-        ["proxy"],
+        ["proxy", "--mode", "transparent"],
+        ["proxy", "--mode", "upstream:ftp://x"],
+        ["proxy", "--upstream", "http://x", "--max-size", "lots"],
+        ["proxy", "--upstream", "http://x", "--max-size", "0"],
+        ["proxy", "--upstream", "http://x", "--max-age", "-5m"],
+        ["proxy", "--upstream", "http://x", "--metrics", "nope"],
     ],
 )
 def test_bad_proxy_usage_exits_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(argv)
     assert e.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (["--max-size", "500M"], "max_size", 500 << 20),
+        (["--max-size", "1.5g"], "max_size", 3 << 29),
+        (["--max-size", "4096"], "max_size", 4096),
+        (["--max-age", "90s"], "max_age", 90),
+        (["--max-age", "6h"], "max_age", 6 * 3600),
+        (["--max-age", "2d"], "max_age", 2 * 86400),
+        (["--max-age", "45"], "max_age", 45),
+        (["--mode", "regular"], "mode", "regular"),
+        (
+            ["--mode", "upstream:HTTP://Proxy.Internal:3128/"],
+            "mode",
+            "upstream:http://proxy.internal:3128",
+        ),
+        (["--metrics", ":9464"], "metrics", ("127.0.0.1", 9464)),
+        ([], "stats_interval", 60),
+    ],
+)
+def test_daemon_options_parse_to_what_the_proxy_takes(
+    argv: list[str], field: str, value: object
+) -> None:
+    ns = build_parser().parse_args(["proxy", *argv])
+    assert getattr(ns, field) == value
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["proxy"], "--upstream URL is required"),
+        (["proxy", "--mode", "regular", "--upstream", "http://x"], "--upstream is for --mode"),
+        (["proxy", "--upstream", "http://x", "--cert", "missing.pem"], "--cert missing.pem"),
+        (["proxy", "--upstream", "http://x", "--cert", "{ca}"], "no private key in it"),
+        (["proxy", "--upstream", "http://x", "--upstream-ca", "{key}"], "no PEM certificate"),
+        (
+            ["proxy", "--upstream", "http://x", "--upstream-ca", "{ca}", "--upstream-insecure"],
+            "exclude each other",
+        ),
+    ],
+)
+def test_bad_tls_and_mode_usage_is_one_line_and_exit_2(
+    argv: list[str],
+    said: str,
+    test_ca: tuple[CertAuthority, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ca, pki = test_ca
+    paths = {"ca": str(ca.cert_path), "key": str(pki / "origin-key.pem")}
+    assert main([arg.format(**paths) for arg in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
 
 
 @pytest.mark.parametrize(
@@ -233,7 +298,8 @@ def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path
                 _wait_for(lambda: err.read_text().count(full) == 2)
         finally:
             code = _stop(proc, signal.SIGINT)
-        said = err.read_text().splitlines()[1:]
+        lines = err.read_text().splitlines()[1:]
+        said = [line for line in lines if not line.startswith("seamwatch: stats: ")]
         records = read_records(out)
         analyzed = subprocess.run(
             [
@@ -251,6 +317,7 @@ def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path
             timeout=60,
         )
     assert code == 1
+    assert lines[-2].startswith("seamwatch: stats: exchanges=40 ")  # the worker's, at exit
     assert [line.split(" ", 3)[:3] for line in said] == [
         ["seamwatch:", "cannot", "write"],
         ["seamwatch:", "capture", "writing"],
@@ -281,3 +348,257 @@ def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path
     assert [f["severity"] for f in health] == ["high"]
     assert f"{lost} record(s) dropped by the capture writer" in health[0]["title"]
     assert "gaps in seq" not in health[0]["title"]
+
+
+def _analyze(out: Path) -> tuple[int, dict[str, Any]]:
+    """`seamwatch analyze --format json` of a capture: its exit code and report."""
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "analyze", "--no-cache", "--format=json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertAuthority, Path]:
+    """A test CA, and a folder holding `origin-*.pem` and `front.pem` certificates it signed."""
+    folder = tmp_path_factory.mktemp("pki")
+    ca = make_ca(folder)
+    ca.issue(folder, "origin")
+    ca.issue(folder, "front")
+    return ca, folder
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(
+    ("trust", "verified"),
+    [("--upstream-ca", True), ("system store", False), ("--upstream-insecure", True)],
+)
+def test_a_tls_origin_is_verified_against_the_ca_it_is_given(
+    trust: str, verified: bool, test_ca: tuple[CertAuthority, Path], tmp_path: Path
+) -> None:
+    ca, pki = test_ca
+    extra = {"--upstream-ca": ["--upstream-ca", str(ca.cert_path)], "system store": []}.get(
+        trust, [trust]
+    )
+    err = tmp_path / "stderr"
+    with (
+        tls_sdk_server(pki / "origin-cert.pem", pki / "origin-key.pem") as origin,
+        err.open("wb") as err_file,
+        run_proxy(origin, tmp_path / "cap", *extra, stderr=err_file) as proxy,
+    ):
+        status = httpx.get(f"{proxy.url}/mcp", timeout=20).status_code
+    records = read_records(tmp_path / "cap")
+    unreachable = [r for r in records if r["kind"] == "server_unreachable"]
+    if verified:
+        assert status != 502 and not unreachable  # the origin answered (a GET without session)
+    else:
+        # The test CA is in no system store: the proxy refuses the origin, and records why.
+        assert status == 502
+        assert "TLS handshake failed" in unreachable[0]["error"]
+    insecure_warning = "--upstream-insecure: origin certificates are not verified"
+    assert (insecure_warning in err.read_text()) == (trust == "--upstream-insecure")
+
+
+@pytest.mark.timeout(180)
+def test_an_sdk_client_keeps_its_https_url_through_the_teams_certificate(
+    test_ca: tuple[CertAuthority, Path], tmp_path: Path
+) -> None:
+    """TLS both ways: the official SDK client speaks https to the proxy, which serves `--cert`
+    (signed by the team's CA, which the client trusts), and the proxy speaks https to the
+    origin, verified against `--upstream-ca`. The capture holds the exchanges, as plain as
+    ever, and analyzes clean."""
+    ca, pki = test_ca
+    out = tmp_path / "cap"
+    with (
+        tls_sdk_server(pki / "origin-cert.pem", pki / "origin-key.pem") as origin,
+        run_proxy(
+            origin, out, "--upstream-ca", str(ca.cert_path), "--cert", str(pki / "front.pem")
+        ) as proxy,
+    ):
+        done = sdk_client(
+            f"https://127.0.0.1:{proxy.port}/mcp", {"SSL_CERT_FILE": str(ca.cert_path)}
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split(" ", 1)[1].strip() == "balance of acct-1: 600 cents"
+    records = read_records(out)
+    requests = [r for r in records if r["kind"] == "request"]
+    assert len(requests) >= 3 and {r["scheme"] for r in requests} == {"https"}
+    assert records[0]["listen"] == f"127.0.0.1:{proxy.port}"  # not mitmproxy's default
+    assert records[0]["upstream"] == origin
+    code, report = _analyze(out)
+    assert code == 0, report["findings"]
+
+
+@pytest.mark.timeout(180)
+def test_a_forward_proxy_captures_an_sdk_client_that_trusts_mitmproxys_ca(
+    test_ca: tuple[CertAuthority, Path], tmp_path: Path
+) -> None:
+    """`--mode regular`: the client is set up with HTTPS_PROXY and the CA the proxy names on
+    stderr, and keeps the origin's own URL; each request records the origin it went to."""
+    ca, pki = test_ca
+    out, ca_dir, err = tmp_path / "cap", tmp_path / "mitmproxy", tmp_path / "stderr"
+    with (
+        tls_sdk_server(pki / "origin-cert.pem", pki / "origin-key.pem") as origin,
+        err.open("wb") as err_file,
+        run_proxy(
+            None,
+            out,
+            *("--mode", "regular", "--ca-dir", str(ca_dir), "--upstream-ca", str(ca.cert_path)),
+            stderr=err_file,
+        ) as proxy,
+    ):
+        mitm_ca = ca_dir / "mitmproxy-ca-cert.pem"
+        assert f"trusting the CA in {mitm_ca})" in err.read_text()
+        done = sdk_client(
+            f"{origin}/mcp", {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(mitm_ca)}
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = read_records(out)
+    assert records[0]["mode"] == "regular" and records[0]["upstream"] is None
+    requests = [r for r in records if r["kind"] == "request"]
+    assert len(requests) >= 3
+    assert {r["upstream"] for r in requests} == {origin.removeprefix("https://")}
+    code, report = _analyze(out)
+    assert code == 0, report["findings"]
+
+
+@pytest.mark.timeout(120)
+def test_metrics_are_counts_in_prometheus_format_and_a_stats_line_says_them_too(
+    tmp_path: Path,
+) -> None:
+    out, err, metrics_port = tmp_path / "cap", tmp_path / "stderr", free_port()
+    secret_header, body_marker = "Bearer very-secret-value", "payload-marker-7f3a"
+    with Origin() as origin, err.open("wb") as err_file:
+        origin.scripts["/mcp"] = Script(writes=[body_marker.encode()], chunked=False)
+        origin.scripts["/sse"] = Script(
+            headers=[("Content-Type", "text/event-stream")],
+            writes=[b"id: 1\ndata: {}\n\n", b"id: 2\ndata: {}\n\n"],
+        )
+        with run_proxy(
+            origin.url,
+            out,
+            *("--metrics", f"127.0.0.1:{metrics_port}", "--stats-interval", "1"),
+            stderr=err_file,
+        ) as proxy:
+            with httpx.Client(timeout=10) as client:
+                for _ in range(3):
+                    headers = {"Authorization": secret_header, "X-Note": body_marker}
+                    client.post(f"{proxy.url}/mcp", content=body_marker, headers=headers)
+                client.get(f"{proxy.url}/sse")
+
+            def scrape() -> dict[str, float]:
+                text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+                assert secret_header not in text and body_marker not in text
+                return {
+                    sample.name: sample.value
+                    for family in text_string_to_metric_families(text)
+                    for sample in family.samples
+                }
+
+            _wait_for(lambda: scrape().get("seamwatch_written_total", 0) >= 14)
+            values = scrape()
+            _wait_for(lambda: "exchanges=4 " in err.read_text())
+    assert values["seamwatch_exchanges_total"] == 4
+    assert values["seamwatch_sse_events_total"] == 2
+    assert values["seamwatch_files_total"] == 1
+    assert values["seamwatch_dropped_total"] == 0
+    assert values["seamwatch_redacted_total"] >= 3  # the Authorization headers
+    assert values["seamwatch_bytes_total"] >= 3 * len(body_marker) * 2
+    assert 0 <= values["seamwatch_write_lag_seconds"] < 5
+    assert {name.removeprefix("seamwatch_") for name in values} >= {
+        "exchanges_total", "sse_events_total", "bytes_total", "written_total",
+        "dropped_total", "redacted_total", "files_total", "write_lag_seconds",
+    }  # fmt: skip
+    lines = [line for line in err.read_text().splitlines() if "stats:" in line]
+    assert len(lines) >= 2  # every second, and at exit
+    assert lines[-1].startswith("seamwatch: stats: exchanges=4 sse_events=2 bytes=")
+    assert body_marker not in err.read_text() and secret_header not in err.read_text()
+
+
+@pytest.mark.timeout(120)
+def test_sighup_closes_the_current_file_and_opens_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "cap"
+    with Origin() as origin:
+        origin.scripts["/mcp"] = Script(writes=[b"{}"], chunked=False)
+        with run_proxy(origin.url, out) as proxy, httpx.Client(timeout=10) as client:
+            client.post(f"{proxy.url}/mcp", content=b"{}")
+            proxy.proc.send_signal(signal.SIGHUP)
+            _wait_for(lambda: len(list(out.glob("capture-*.jsonl"))) == 1)
+            assert proxy.proc.poll() is None  # rotated, not hung up
+            client.post(f"{proxy.url}/mcp", content=b"{}")
+    files = sorted(out.glob("capture-*.jsonl"))
+    assert len(files) == 2
+    first, second = ([json.loads(line) for line in f.read_text().splitlines()] for f in files)
+    assert [r["kind"] for r in first if r["kind"] in ("request", "stream_end")] == [
+        "request",
+        "stream_end",
+    ]
+    assert second[0]["kind"] == "capture_open" and second[0]["file_index"] == 1
+    assert sum(r["kind"] == "request" for r in second) == 1
+    code, report = _analyze(out)
+    assert code == 0 and not report["findings"], report["findings"]
+
+
+@pytest.mark.timeout(180)
+def test_retention_keeps_the_folder_within_max_size_and_the_analysis_names_the_cut(
+    tmp_path: Path,
+) -> None:
+    """A proxy run far past `--max-size`: the oldest closed files go, the open one never;
+    what remains analyzes with the cut as an info note, not as lost records."""
+    out, max_size = tmp_path / "cap", 96 * 1024
+    body = b'{"x":"' + b"y" * 4000 + b'"}'
+    with Origin() as origin:
+        origin.scripts["/mcp"] = Script(writes=[b"{}"], chunked=False)
+        with (
+            run_proxy(origin.url, out, "--max-size", "96K") as proxy,
+            httpx.Client(timeout=10) as client,
+        ):
+            for _ in range(100):  # ~400 KB of request bodies: four times the bound
+                assert client.post(f"{proxy.url}/mcp", content=body).status_code == 200
+                sizes = [p.stat().st_size for p in out.glob("capture-*")]
+                assert sum(sizes) <= max_size
+    files = sorted(out.glob("capture-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    assert sum(p.stat().st_size for p in files) <= max_size
+    opens = [json.loads(f.read_text().splitlines()[0]) for f in files]
+    assert opens[0]["file_index"] > 0  # the first files are gone
+    deleted = [d for o in opens for d in o["retention"]["deleted"]]
+    assert deleted and {d["reason"] for d in deleted} == {"max_bytes"}
+    cut = opens[-1]["retention"]["cut"][opens[-1]["run_id"]]
+    assert opens[0]["seq"] == cut + 1  # every record before the first kept file was deleted
+    code, report = _analyze(out)
+    assert code == 0, report["findings"]
+    (health,) = [f for f in report["findings"] if f["detector"] == "capture-health"]
+    assert health["severity"] == "info"
+    assert f"{cut + 1} record(s) deleted by the proxy's retention" in health["title"]
+    assert "gaps in seq" not in health["title"]
+
+
+@pytest.mark.timeout(150)
+def test_upstream_mode_chains_to_another_proxy_and_records_the_origin(tmp_path: Path) -> None:
+    """`--mode upstream:URL`: a forward proxy that sends everything through the proxy at URL
+    (here another seamwatch proxy, in `--mode regular`); both record the exchange."""
+    near, far = tmp_path / "near", tmp_path / "far"
+    with Origin() as origin:
+        origin.scripts["/mcp"] = Script(writes=[b"{}"], chunked=False)
+        with (
+            run_proxy(None, far, "--mode", "regular", "--ca-dir", str(tmp_path / "ca")) as chained,
+            run_proxy(
+                None,
+                near,
+                *("--mode", f"upstream:{chained.url}", "--ca-dir", str(tmp_path / "ca")),
+            ) as proxy,
+            httpx.Client(proxy=proxy.url, timeout=20) as client,
+        ):
+            assert client.post(f"{origin.url}/mcp", content=b"{}").text == "{}"
+    assert len(origin.requests) == 1
+    near_records, far_records = read_records(near), read_records(far)
+    assert near_records[0]["mode"] == f"upstream:{chained.url}"
+    assert near_records[0]["upstream"] == chained.url
+    for records in (near_records, far_records):
+        (request,) = [r for r in records if r["kind"] == "request"]
+        assert request["path"] == "/mcp" and request["authority"].startswith("127.0.0.1")

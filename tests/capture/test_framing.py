@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mitmproxy.net import encoding
 
-from analyzer.capture.framing import ContentDecoder, EventFramer, Piece
+from analyzer.capture.framing import ContentDecoder, EventFramer, Piece, count_events
 from tests.support.memory import traced_peak
 
 STREAM = (
@@ -348,3 +348,20 @@ def test_raw_deflate_fed_a_byte_at_a_time_is_decoded() -> None:
     decoder = ContentDecoder("deflate")
     assert b"".join(decoder.decode(raw[i : i + 1]) for i in range(len(raw))) == STREAM
     assert decoder.failed is None and decoder.ended
+
+
+@pytest.mark.parametrize(
+    ("data", "events"),
+    [
+        ("data: a\n\n", 1),
+        (b"id: 1\ndata: a\n\nid: 2\ndata: b\n\n", 2),
+        ("data: a\r\n\r\ndata: b\r\n\r\n", 2),
+        ("data: a\r\rdata: b\r\r", 2),
+        ("data: a\ndata: b\n", 0),  # not completed yet
+        (b"", 0),
+    ],
+)
+def test_count_events_counts_the_blank_lines_that_end_events(
+    data: str | bytes, events: int
+) -> None:
+    assert count_events(data) == events

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from pydantic_core import to_json
 
+from analyzer.capture.retention import Retention
 from analyzer.capture.writer import CaptureError, CaptureWriter, prepare_capture_dir
 from analyzer.record_models import RECORD_ADAPTER, CaptureOpen
 from analyzer.records import SCHEMA
@@ -64,6 +66,15 @@ def read_capture(out_dir: Path, run_id: str = "t1") -> list[list[dict[str, Any]]
     assert [f.name for f in files] == [f"capture-{run_id}-{i:04d}.jsonl" for i in range(len(files))]
     assert not list(out_dir.glob("*.partial"))
     return [read_file(f) for f in files]
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of the files in `folder` (a file renamed while it is listed counts 0)."""
+    total = 0
+    for path in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            total += path.stat().st_size
+    return total
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -171,6 +182,94 @@ def test_rotation_keeps_seq_and_opens_every_file(out_dir: Path) -> None:
     assert flows == [str(i) for i in range(300)]
     assert [r["kind"] for r in everything].count("capture_close") == 1
     assert everything[-1]["kind"] == "capture_close"
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_rotate_closes_the_file_between_two_records(out_dir: Path, inline: bool) -> None:
+    w = CaptureWriter(out_dir, open_fields=OPEN_FIELDS)
+    w.start(inline=inline)
+    w.submit(end(0))
+    w.rotate()
+    w.submit(end(1))
+    w.close()
+    files = read_capture(out_dir)
+    assert [[r["kind"] for r in lines if r["kind"] != "capture_stats"] for lines in files] == [
+        ["capture_open", "stream_end"],
+        ["capture_open", "stream_end", "capture_close"],
+    ]
+    assert files[1][0]["file_index"] == 1 and w.files == 2
+
+
+def test_retention_deletes_old_files_and_the_next_capture_open_says_which(
+    out_dir: Path,
+) -> None:
+    bound = 8192
+    with CaptureWriter(
+        out_dir,
+        open_fields=OPEN_FIELDS,
+        rotate_bytes=2048,
+        retention=Retention(max_bytes=bound),
+    ) as w:
+        for i in range(300):
+            w.submit(end(i))
+            assert folder_size(out_dir) <= bound
+    files = sorted(out_dir.glob("capture-t1-*.jsonl"))
+    assert w.files_deleted == w.files - len(files) > 0
+    opens = [read_file(f)[0] for f in files]
+    assert opens[0]["file_index"] == w.files_deleted  # the oldest went, in order
+    deleted = [d for o in opens for d in o["retention"]["deleted"]]
+    assert [d["file_index"] for d in deleted][-2:] == [
+        opens[0]["file_index"] - 2,
+        opens[0]["file_index"] - 1,
+    ]
+    assert opens[-1]["retention"]["cut"] == {"t1": opens[0]["seq"] - 1}
+    assert opens[-1]["retention"]["max_bytes"] == bound
+    everything = [r for f in files for r in read_file(f)]
+    assert [r["seq"] for r in everything] == list(range(opens[0]["seq"], everything[-1]["seq"] + 1))
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_a_file_past_max_age_rotates_the_current_one_to_record_its_deletion(
+    out_dir: Path, inline: bool
+) -> None:
+    out_dir.mkdir()
+    old = out_dir / "capture-old-0000.jsonl"
+    old.write_text('{"seq":0,"kind":"capture_open","run_id":"old","file_index":0}\n{"seq":1}\n')
+    w = CaptureWriter(
+        out_dir,
+        open_fields=OPEN_FIELDS,
+        stats_interval_s=0.05,
+        retention=Retention(max_age_s=3600),
+    )
+    w.start(inline=inline)
+    w.submit(end(0))
+    stamp_s = time.time() - 7200  # aged out while the writer runs
+    os.utime(old, (stamp_s, stamp_s))
+    deadline = time.monotonic() + 5
+    while old.exists() and time.monotonic() < deadline:
+        if inline:
+            w.pump()
+        time.sleep(0.01)
+    w.submit(end(1))
+    w.close()
+    assert not old.exists()
+    first, second = read_capture(out_dir)
+    assert first[0]["retention"]["deleted"] == []
+    (deleted,) = second[0]["retention"]["deleted"]
+    assert deleted == {
+        "file": "capture-old-0000.jsonl",
+        "run_id": "old",
+        "file_index": 0,
+        "first_seq": 0,
+        "last_seq": 1,
+        "bytes": deleted["bytes"],
+        "reason": "max_age",
+    }
+    assert second[0]["retention"]["cut"] == {"old": 1}
+    assert [r["flow"] for f in (first, second) for r in f if r["kind"] == "stream_end"] == [
+        "0",
+        "1",
+    ]
 
 
 def test_a_record_larger_than_the_rotation_size_gets_a_file(out_dir: Path) -> None:

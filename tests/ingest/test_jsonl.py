@@ -115,6 +115,27 @@ def test_seq_gap_counts_the_missing_records(tmp_path: Path) -> None:
     assert "2 record(s) missing (gaps in seq)" in report.warnings
 
 
+@pytest.mark.parametrize(("recorded", "counts"), [(True, "retention_deleted"), (False, "seq_gap")])
+def test_records_the_proxys_retention_deleted_are_a_note_not_a_gap(
+    tmp_path: Path, recorded: bool, counts: str
+) -> None:
+    """The run's file 0 (its first 4 records) was deleted by `--max-size`: file 1's
+    capture_open says so (`retention.cut`, schema 1.3); without it, the same is a gap."""
+    records = _session().records
+    kept = [{**r, "seq": r["seq"] + 1} for r in records[4:]]
+    reopened = {**records[0], "seq": 4, "file_index": 1}
+    if recorded:
+        reopened["retention"] = {
+            "max_bytes": 1 << 20,
+            "max_age_s": None,
+            "deleted": [],
+            "cut": {reopened["run_id"]: 3, "another-run": 99},
+        }
+    lines = [json.dumps(r).encode() for r in [reopened, *kept]]
+    report, _ = _read(tmp_path, _join(lines))
+    assert report.counts == {counts: 4}
+
+
 def test_missing_capture_close_is_an_unclean_stop(tmp_path: Path) -> None:
     report, _ = _read(tmp_path, _join(_session().lines()[:-1]))
     assert report.counts == {"missing_close": 1}

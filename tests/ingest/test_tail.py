@@ -9,6 +9,7 @@ a new (first empty) one started.
 from __future__ import annotations
 
 import gc
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -272,6 +273,22 @@ def test_damage_is_counted_as_a_full_read_counts_it(tmp_path: Path) -> None:
         "unknown_kind",
         "invalid_utf8",
     }
+
+
+def test_records_the_proxys_retention_deleted_are_a_note_as_in_a_full_read(
+    tmp_path: Path,
+) -> None:
+    """A run whose file 0 retention deleted: file 1's capture_open says what was cut."""
+    records = _session().records
+    reopened = {**records[0], "seq": 4, "file_index": 1}
+    reopened["retention"] = {"max_bytes": 1, "max_age_s": None, "deleted": [], "cut": {"run-t": 3}}
+    kept = [{**r, "seq": r["seq"] + 1} for r in records[4:]]
+    lines = [json.dumps(r).encode() for r in [reopened, *kept]]
+    (tmp_path / f"capture-{reopened['run_id']}-0001.jsonl").write_bytes(_join(lines))
+    tail = CaptureTail(tmp_path)
+    tail.poll()
+    assert_same_as_full_read(tail, tmp_path)
+    assert dict(tail.report().counts) == {"retention_deleted": 4}
 
 
 def test_a_rewritten_file_is_read_again_from_the_start(tmp_path: Path) -> None:

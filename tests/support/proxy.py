@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,13 +59,20 @@ class Proxy:
 
 @contextmanager
 def run_proxy(
-    upstream: str, out: Path, *extra: str, env: dict[str, str] | None = None
+    upstream: str | None,
+    out: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    stderr: IO[bytes] | None = None,
 ) -> Iterator[Proxy]:
-    """`seamwatch proxy` in front of `upstream`, stopped by its pid (SIGTERM) at exit."""
+    """`seamwatch proxy` in front of `upstream` (None: `extra` gives a forward `--mode`),
+    stopped by its pid (SIGTERM) at exit."""
     port = free_port()
-    cmd = [sys.executable, "-m", "analyzer.cli", "proxy", "--upstream", upstream]
+    cmd = [sys.executable, "-m", "analyzer.cli", "proxy"]
+    if upstream is not None:
+        cmd += ["--upstream", upstream]
     cmd += ["--listen", f"127.0.0.1:{port}", "--out", str(out), *extra]
-    with _running(cmd, port, out, env) as proxy:
+    with _running(cmd, port, out, env, stderr) as proxy:
         yield proxy
 
 
@@ -87,14 +94,20 @@ def run_mitmdump(
 
 
 @contextmanager
-def _running(cmd: list[str], port: int, out: Path, env: dict[str, str] | None) -> Iterator[Proxy]:
+def _running(
+    cmd: list[str],
+    port: int,
+    out: Path,
+    env: dict[str, str] | None,
+    stderr: IO[bytes] | None = None,
+) -> Iterator[Proxy]:
     """A proxy command started, listening on `port` with its capture open; stopped at exit."""
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr if stderr is not None else subprocess.PIPE,
     )
     proxy = Proxy(proc, port, out)
     try:
