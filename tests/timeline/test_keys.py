@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import polars as pl
+import pytest
+
+from analyzer.timeline.keys import ORIGIN
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
 
 
@@ -141,3 +145,25 @@ def test_a_sessionless_2025_flow_belongs_to_its_own_origins_initialize() -> None
         f"anon:10.0.0.1:f2@{_B}",
         f"anon:10.0.0.1:f1@{_A}",
     ]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "authority", "upstream", "origin"),
+    [
+        ("http", "127.0.0.1:9001", None, "http://127.0.0.1:9001"),  # the proxy, since origins
+        ("http", "127.0.0.1", "127.0.0.1:9001", "http://127.0.0.1:9001"),  # before: Host's host
+        ("HTTPS", "MCP.example.com", "93.184.216.34", "https://mcp.example.com:443"),  # HAR
+        ("http", "[::1]:8000", "[::1]:8000", "http://[::1]:8000"),
+        ("http", "[::1]", "[::1]:8000", "http://[::1]:8000"),
+        ("https", "::1", "::1", "https://::1:443"),  # a HAR's bare v6 address has no port
+        ("http", None, None, None),
+    ],
+)
+def test_origin_of_a_flow(
+    scheme: str, authority: str | None, upstream: str | None, origin: str | None
+) -> None:
+    flow = pl.DataFrame(
+        {"scheme": [scheme], "authority": [authority], "upstream": [upstream]},
+        schema={"scheme": pl.String, "authority": pl.String, "upstream": pl.String},
+    )
+    assert flow.select(ORIGIN).item() == origin
