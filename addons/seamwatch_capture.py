@@ -286,7 +286,10 @@ class SeamwatchCapture:
                 flow.id,
                 method=req.method,
                 scheme=req.scheme,
-                authority=req.authority or req.pretty_host,
+                # host:port as the client addressed it (HTTP/1 sends it in Host; a forward
+                # proxy's absolute-form target is made origin-form before this hook): the
+                # analysis tells origins apart by it (`analyzer.timeline.keys`).
+                authority=req.authority or req.host_header or req.pretty_host,
                 path=req.path,
                 http_version=req.http_version,
                 headers=list(req.headers.items(multi=True)),

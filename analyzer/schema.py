@@ -477,6 +477,9 @@ SESSIONS = pl.Schema(
         "client_info": _STR,
         "client_value": _STR,
         "server": _STR,
+        # `scheme://host:port` the session's server answered at, when the analysis reaches
+        # several origins (its key ends with `@<origin>`); null otherwise
+        "origin": _STR,
         "start": TS,  # first request of the session in the capture
         "last_ts": TS,  # last record of the session
         "end_ts": TS,

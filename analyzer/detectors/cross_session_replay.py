@@ -17,8 +17,10 @@ request once (per-stream counters in lockstep clients), or, answering twice, who
 issued an id alike when first sending (each numbers its own events; a shared store issues an id
 once: the second answer is `duplicate-response`'s), one response replayed on several resumes
 under its own event id, a cursor carried into another session (`stale-cursor`: no incarnation of
-the new session's stream). A resume answering a request twice whose events no other session
-received is left to `duplicate-response` (when the answers differ).
+the new session's stream), sessions of two origins (a forward proxy's capture of a client of
+several servers: each server numbers and sends its own events). A resume answering a request
+twice whose events no other session received is left to `duplicate-response` (when the answers
+differ).
 What to change: scope the event store by session (key streams by session and stream, or wrap the
 shared store per transport), so a cursor replays only its own session's stream.
 """
@@ -34,7 +36,7 @@ import polars as pl
 
 from analyzer.detectors import Detector
 from analyzer.findings import Severity
-from analyzer.timeline.replays import foreign_session_events
+from analyzer.timeline.replays import foreign_session_events, same_origin
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -81,6 +83,7 @@ def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
     return (
         resumed.join(fresh, on=_KEY)
         .filter(pl.col("other") != pl.col("session_id"))
+        .pipe(same_origin, timeline.sessions)
         .select("session_id", "flow_id", "ts", *_KEY,
                 pl.lit([], dtype=pl.List(pl.String)).alias("request_ids"), "other", "other_flow")
     )  # fmt: skip
@@ -88,7 +91,9 @@ def _first_sent_elsewhere(timeline: Timeline) -> pl.LazyFrame:
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume that carried events another session received."""
-    answered_twice = foreign_session_events(timeline.rpc_messages, timeline.sse_events)
+    answered_twice = foreign_session_events(
+        timeline.rpc_messages, timeline.sse_events, timeline.sessions
+    )
     shared = (
         pl.concat([answered_twice, _first_sent_elsewhere(timeline)])
         .group_by("session_id", "flow_id")

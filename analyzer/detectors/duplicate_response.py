@@ -98,7 +98,7 @@ def _responses(timeline: Timeline) -> pl.LazyFrame:
     # replayed by a store the sessions share: cross-session-replay's finding, not a second
     # answer of this session's request. Looked for among the recurring answers (a resume that
     # answers a request twice repeats its id), held in memory as both plans read them.
-    foreign = foreign_session_events(answers.lazy(), timeline.sse_events)
+    foreign = foreign_session_events(answers.lazy(), timeline.sse_events, timeline.sessions)
     return (
         answers.lazy()
         .join(foreign, on=["session_id", "flow_id", "event_id"], how="anti")

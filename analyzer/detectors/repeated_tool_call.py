@@ -1,16 +1,16 @@
 """The same side-effecting tools/call, same canonical arguments, sent again within `window_s`.
 
-Flags a `tools/call` repeating one of the same client (in its session or its next one: same
-client ip and clientInfo) to the same server: same tool, same RFC 8785 canonical `arguments`,
-same or new id. High when the first call's exchange broke, got a 404, no HTTP response or a 202,
-and no result had arrived before the repeat (a retry after loss: it may have run twice, whether
-or not a `tools/list` names the tool); once the first result was delivered, medium for a tool a
-captured `tools/list` names as side-effecting (a double submit) and low for a tool none names
-(hints unknown: a deliberate re-run looks the same). A tool listed without annotations is
-side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
+Flags a `tools/call` repeating one of the same client (in its session or its next one at the
+same origin: same client ip and clientInfo) to the same server: same tool, same RFC 8785
+canonical `arguments`, same or new id. High when the first call's exchange broke, got a 404, no
+HTTP response or a 202, and no result had arrived before the repeat (a retry after loss: it may
+have run twice, whether or not a `tools/list` names the tool); once the first result was
+delivered, medium for a tool a captured `tools/list` names as side-effecting (a double submit)
+and low for a tool none names (hints unknown: a deliberate re-run looks the same). A tool listed
+without annotations is side-effecting. Must not flag read-only tools (`readOnlyHint`) or MRTR
 legs (`inputResponses` / `requestState`, or a predecessor that returned InputRequiredResult);
-idempotent tools (`idempotentHint`) are low, and their repeats are one finding per session,
-tool and arguments (a client polling an idempotent tool would otherwise get one per call).
+idempotent tools (`idempotentHint`) are low, and their repeats are one finding per session, tool
+and arguments (a client polling an idempotent tool would otherwise get one per call).
 What to change: an idempotency key the server deduplicates on; resume a broken stream
 (Last-Event-ID) or ask what ran instead of re-issuing; a repeat nothing lost: why the client
 sent it again.
@@ -59,7 +59,12 @@ def _pick(*branches: tuple[pl.Expr, str], otherwise: str | pl.Expr) -> pl.Expr:
 
 def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     """One finding per repeated call, citing it and the call it repeats."""
-    client = pl.coalesce(pl.concat_str("client_ip", "client_info", separator="|"), "session_id")
+    # The client's next session is its next one at the same origin: a call to another server
+    # is no repeat (the server is in the key too).
+    client = pl.coalesce(
+        pl.concat_str("client_ip", "client_info", pl.col("origin").fill_null(""), separator="|"),
+        "session_id",
+    )
     sessions = timeline.sessions.select("session_id", client.alias("client"), "start")
     rank = pl.col("start").rank("ordinal").over("client").alias("rank")
     key = ("client", "server", "tool_name", "arguments_hash")

@@ -5,9 +5,12 @@ replayed that session's messages into this one), a cursor no captured event carr
 the session's start is not in the capture: it may predate the capture), and any cursor sent with
 `initialize` or a session-opening POST (there is nothing to resume yet). A `Last-Event-ID` sent
 in the sessionless 2026 era is an info note: those servers ignore it, it resumes nothing. Not
-flagged: a cursor issued in the same session, priming events included. What to change: clients
-drop cursors that predate the session (clear the stored Last-Event-ID on initialize and on a
-404); servers reject cursors their session never issued, and embed the session in event ids.
+flagged: a cursor issued in the same session, priming events included. Where the analysis
+reaches several origins, another session means another session of the same origin: a cursor
+one server issued, sent to another, is one this server never issued (each numbers its own
+events). What to change: clients drop cursors that predate the session (clear the stored
+Last-Event-ID on initialize and on a 404); servers reject cursors their session never issued,
+and embed the session in event ids.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per request carrying a stale cursor."""
     opening = pl.col("mcp_session_id").is_null() & pl.col("response_session_id").is_not_null()
     flows = timeline.exchanges.select("flow_id", "era", opening.alias("_opening"))
-    started = timeline.sessions.select("session_id", pl.col("initialized").alias("_started"))
+    started = timeline.sessions.select(
+        "session_id", pl.col("initialized").alias("_started"), pl.col("origin").alias("_origin")
+    )
     # Messages the cursor's stream sent after it, carried again by the answer (same id, same
     # payload): the server resumed another session's stream into this one.
     sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
@@ -60,7 +65,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.when(other)
         .then(pl.format("issued only in session {}", "cursor_session_id"))
         .when(pl.col("status") == "unresolved")
-        .then(pl.lit("never issued in any captured session"))
+        .then(
+            pl.concat_str(
+                pl.lit("never issued in any captured session"),
+                pl.format(" at {}", "_origin"),
+                ignore_nulls=True,
+            )
+        )
         .otherwise(pl.lit("issued in this session"))
     )
     where = pl.format(

@@ -115,7 +115,7 @@ def _flow_records(flow: Any, make: RecordMaker, counts: Counter[str]) -> Iterato
         flow=flow_id,
         method=request.method,
         scheme=request.scheme,
-        authority=request.authority or request.pretty_host,
+        authority=request.authority or request.host_header or request.pretty_host,  # with its port
         path=request.path,
         http_version=request.http_version,
         headers=_headers(request.headers),

@@ -332,7 +332,10 @@ class _Builder:
             # Only the eras with sessions have an id for `mcp.session.id`: Mcp-Session-Id, and
             # the legacy transport's session query value. `anon:` and `client:` keys are
             # seamwatch's own grouping of sessionless traffic.
-            value = key.split(":", 1)[1] if kind in ("mcp", "legacy") else None
+            # A key of several origins' analysis ends with `@<origin>` (`analyzer.timeline.keys`).
+            origin = info.get("origin")
+            plain = key.removesuffix(f"@{origin}") if origin else key
+            value = plain.split(":", 1)[1] if kind in ("mcp", "legacy") else None
             self.session_value[key] = value
             attributes: Attributes = {"seamwatch.session.key": key}
             era = info.get("era")

@@ -64,6 +64,9 @@ class Report:
     flow_lines: Mapping[str, tuple[int, str, int]] = field(default_factory=dict)
     #: the findings split by `--baseline`; None without one
     baseline: BaselineOutcome | None = None
+    #: session key -> `scheme://host:port` of its server, where the analysis reaches several
+    #: origins (a forward proxy's capture: `analyzer.timeline.keys`); empty otherwise
+    origins: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate_findings(self.findings)
@@ -87,6 +90,17 @@ class Report:
         for value in self.findings["severity"].to_list():
             counts[Severity(value)] += 1
         return counts
+
+    def sessions_by_origin(self) -> dict[str, int]:
+        """Sessions per origin, in origin order (empty where the analysis reaches one)."""
+        counts: dict[str, int] = {}
+        for origin in self.origins.values():
+            counts[origin] = counts.get(origin, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def finding_origin(self, session: object) -> str | None:
+        """The origin of a finding's session (None without one, or where there is one origin)."""
+        return self.origins.get(session) if isinstance(session, str) else None
 
     def counts_by_detector(self) -> dict[str, int]:
         """Findings per detector id, every detector that ran present, in id order."""

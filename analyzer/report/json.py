@@ -6,6 +6,12 @@
 fields the findings schema's order; `by_detector` is in id order, `by_severity` worst first, and
 both list every detector that ran and every level, zeros included. No time of the run appears.
 
+Where the analysis reaches several origins (a forward proxy's capture of a client of several
+servers), each finding also names its session's `"origin"` (`scheme://host:port`; null for a
+finding without a session) and the summary counts `"origins"`: sessions per origin. Elsewhere
+neither key appears, so a reverse proxy's capture reports the same bytes as before origins were
+known.
+
 With `--baseline`, each finding also says whether the baseline accepted it (`"baselined"`), and
 a last key `"baseline"` gives the file, the counts and the entries no finding matched any more
 (`"fixed"`: prune them).
@@ -32,6 +38,10 @@ def to_object(report: Report) -> dict[str, object]:
     }
     summary.update(summary_counts(report))
     findings = finding_records(report.findings)
+    if report.origins:
+        summary["origins"] = report.sessions_by_origin()
+        for finding in findings:
+            finding["origin"] = report.finding_origin(finding["session"])
     if report.baseline is not None:
         for finding in findings:
             finding["baselined"] = report.is_baselined(str(finding["fingerprint"]))

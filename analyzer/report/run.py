@@ -281,6 +281,7 @@ def build_report(
         ]
     )
     sessions, streams, resumptions, tool_calls = (int(h.item()) for h in heights)
+    origins = timeline.sessions.select("session_id", "origin").drop_nulls("origin").collect().rows()
     return Report(
         findings=findings,
         detectors=tuple(detectors),
@@ -291,6 +292,7 @@ def build_report(
         tool_calls=tool_calls,
         fail_on=fail_on,
         flow_inputs=dict(zip(flows["flow_id"].to_list(), flows["input"].to_list(), strict=True)),
+        origins=dict(origins),
     )
 
 

@@ -120,26 +120,30 @@ def to_object(report: Report, places: Places | None = None) -> dict[str, object]
     results = []
     for finding in records[:MAX_RESULTS]:
         detector = str(finding["detector"])
+        properties: dict[str, object] = {
+            name: finding[name]
+            for name in (
+                "severity",
+                "session",
+                "era",
+                "flow_ids",
+                "stream_ids",
+                "event_ids",
+                "request_ids",
+                "first_ts",
+                "last_ts",
+            )
+        }
+        origin = report.finding_origin(finding["session"])
+        if origin is not None:  # the analysis reaches several origins
+            properties["origin"] = origin
         result: dict[str, object] = {
             "ruleId": detector,
             "level": LEVELS[Severity(finding["severity"])],
             "message": {"text": f"{finding['title']}\n{finding['detail']}"},
             "locations": [_location(report, places, artifacts, finding)],
             "partialFingerprints": {FINGERPRINT_KEY: finding["fingerprint"]},
-            "properties": {
-                name: finding[name]
-                for name in (
-                    "severity",
-                    "session",
-                    "era",
-                    "flow_ids",
-                    "stream_ids",
-                    "event_ids",
-                    "request_ids",
-                    "first_ts",
-                    "last_ts",
-                )
-            },
+            "properties": properties,
         }
         if detector in rule_index:
             result["ruleIndex"] = rule_index[detector]

@@ -93,6 +93,10 @@ def summary_line(report: Report) -> str:
             f"; baseline: {report.baseline.baselined.height} baselined, "
             f"{len(report.baseline.fixed)} fixed"
         )
+    origins = report.sessions_by_origin()
+    if origins:  # session keys end with `@<origin>`: which origins, how many sessions each
+        named = ", ".join(f"{inert(o)} ({_count(n, 'session')})" for o, n in origins.items())
+        counts += f"; {_count(len(origins), 'origin')}: {named}"
     return f"{_count(total, 'finding')} ({levels}) in {counts}; {verdict}"
 
 

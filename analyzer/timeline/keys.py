@@ -12,6 +12,13 @@ Session key, tagged by how it was recovered, first match wins:
 - `anon:<client ip>:<initialize flow id>`: a 2025 server without sessions; the flow belongs to
   the latest `initialize` of the same client address before it (`-` when none is captured).
 
+Origin: where a capture run's flows reach more than one origin (a forward proxy, `--mode
+regular|upstream:URL`, or a HAR or dump of a client of several servers), each flow's `origin`
+is the `scheme://host:port` it went to and its session key ends with `@<origin>`: each server
+counts its own sessions (`1`, `2`), and two servers' sessions are two. Everywhere else `origin`
+is null and keys are as above: a reverse proxy's run reaches one origin, and runs captured in
+front of separate replicas of one server (one origin each) merge into shared sessions.
+
 Era per exchange: its `MCP-Protocol-Version` header; else a 2026 `_meta` protocol version;
 else legacy (2024-11-05); else the `protocolVersion` of an initialize result it carried; else
 the session's (its initialize result, else its most common header); else "unknown".
@@ -21,9 +28,18 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["FLOW_TS", "KEY_COLUMNS", "LEGACY_ERA", "SESSIONLESS", "SESSIONLESS_FROM", "key_flows"]
+__all__ = [
+    "ENDPOINT",
+    "FLOW_TS",
+    "KEY_COLUMNS",
+    "LEGACY_ERA",
+    "ORIGIN",
+    "SESSIONLESS",
+    "SESSIONLESS_FROM",
+    "key_flows",
+]
 
-KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era")
+KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era", "origin")
 """The columns `key_flows` adds to the flows."""
 
 LEGACY_ERA = "2024-11-05"
@@ -41,11 +57,58 @@ FLOW_TS = pl.coalesce("req_ts", "resp_ts", "end_ts")
 
 _SESSION_PARAM = r"(?:^|[?&])(?:session_id|sessionId)=([^&#\s]+)"
 
+# An authority `host[:port]`, the host a bracketed IPv6 literal or a name without colons.
+_AUTHORITY = r"^(\[[^\]]*\]|[^:\[\]]+)(?::(\d+))?$"
+# An upstream address as recorded (`host:port`, `[v6]:port`; HAR: a bare IP).
+_UPSTREAM_PORT = r"^(?:\[[^\]]*\]|[^:\[\]]+):(\d+)$"
+
+ORIGIN = pl.concat_str(
+    pl.col("scheme").str.to_lowercase(),
+    pl.lit("://"),
+    pl.coalesce(pl.col("authority").str.extract(_AUTHORITY, 1), "authority").str.to_lowercase(),
+    pl.lit(":"),
+    # The authority's port, else (the proxy records the Host header's host alone) the port of
+    # the upstream address the request went to, else the scheme's default.
+    pl.coalesce(
+        pl.col("authority").str.extract(_AUTHORITY, 2),
+        pl.col("upstream").str.extract(_UPSTREAM_PORT, 1),
+        pl.when(pl.col("scheme").str.to_lowercase() == "https")
+        .then(pl.lit("443"))
+        .when(pl.col("scheme").str.to_lowercase() == "http")
+        .then(pl.lit("80")),
+    ),
+)
+"""`scheme://host:port` of the origin a RAW_FLOWS row went to (null without scheme or host)."""
+
+
+ENDPOINT = pl.concat_str(pl.coalesce("origin", "authority"), "path")
+"""A keyed flow's server endpoint: its origin and path, or (one origin) authority and path."""
+
+
+def _origins(flows: pl.LazyFrame) -> pl.LazyFrame:
+    """The flows with `origin`: the one they went to when some run reaches several, else null."""
+    several = (
+        flows.group_by("run_id")
+        .agg(pl.col("_origin").drop_nulls().n_unique().alias("_n"))
+        .select((pl.col("_n") > 1).any().alias("_several"))
+    )
+    return (
+        flows.join(several, how="cross")
+        .with_columns(pl.when(pl.col("_several")).then("_origin").alias("origin"))
+        .drop("_origin", "_several")
+    )
+
 
 def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
-    """RAW_FLOWS (+ input) → the same with `ts, session_kind, session_id, era, sse` added."""
+    """RAW_FLOWS (+ input) → the same with `ts, session_kind, session_id, era, sse, origin`
+    added."""
     base = (
-        flows.with_columns(FLOW_TS.alias("ts"), pl.col("result_protocol_version").alias("_init"))
+        flows.with_columns(
+            FLOW_TS.alias("ts"),
+            pl.col("result_protocol_version").alias("_init"),
+            ORIGIN.alias("_origin"),
+        )
+        .pipe(_origins)
         .with_columns(
             pl.coalesce("mcp_session_id", "response_session_id").alias("_mcp"),
             pl.coalesce(
@@ -62,6 +125,8 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
                 ).then("rpc_protocol_version"),
             ).alias("_declared"),
             pl.col("client_ip").fill_null("?").alias("_ip"),
+            # What scopes a client's identity and its initialize: one origin's traffic.
+            pl.col("origin").fill_null("").alias("_scope"),
             (
                 pl.col("status").is_between(200, 299)
                 & (pl.col("content_type") == "text/event-stream")
@@ -96,7 +161,7 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("rpc_client_info")
             .forward_fill()
             .backward_fill()
-            .over("_ip", "client_value")
+            .over("_ip", "client_value", "_scope")
             .alias("_client_info")
         )
         .select("flow_id", "_client_info")
@@ -106,18 +171,23 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
     anon = base.filter(pl.col("session_kind") == "anon")
     anchors = (
         anon.filter(pl.col("initialize").fill_null(False) & pl.col("ts").is_not_null())
-        .select("_ip", pl.col("ts").alias("_anchor_ts"), pl.col("flow_id").alias("_init_flow"))
+        .select(
+            "_ip",
+            "_scope",
+            pl.col("ts").alias("_anchor_ts"),
+            pl.col("flow_id").alias("_init_flow"),
+        )
         .sort("_anchor_ts")
     )
     anon_keys = (
         anon.filter(pl.col("ts").is_not_null())
-        .select("flow_id", "_ip", "ts")
+        .select("flow_id", "_ip", "_scope", "ts")
         .sort("ts")
         .join_asof(
             anchors,
             left_on="ts",
             right_on="_anchor_ts",
-            by="_ip",
+            by=["_ip", "_scope"],
             strategy="backward",
             check_sortedness=False,  # both sides sorted just above
         )
@@ -148,11 +218,17 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
                     pl.lit("anon:"), "_ip", pl.lit(":"), pl.col("_init_flow").fill_null("-")
                 )
             )
-            .alias("session_id"),
+            .alias("_key"),
             pl.col("session_kind").cast(pl.Enum(["mcp", "legacy", "anon", "client"])),
         )
     )
 
+    keyed = keyed.with_columns(
+        pl.when(pl.col("origin").is_null())
+        .then("_key")
+        .otherwise(pl.concat_str("_key", pl.lit("@"), "origin"))
+        .alias("session_id")
+    )
     session_era = keyed.group_by("session_id").agg(
         pl.col("_init").sort_by("ts").drop_nulls().first().alias("_init_era"),
         pl.col("_declared").drop_nulls().mode().sort().first().alias("_common_era"),
@@ -174,6 +250,8 @@ def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
             "_legacy",
             "_declared",
             "_ip",
+            "_scope",
+            "_key",
             "_client_info",
             "_init_flow",
             "_init_era",

@@ -34,6 +34,7 @@ __all__ = [
     "replay_messages",
     "resumed_events",
     "resumed_progress",
+    "same_origin",
 ]
 
 INCARNATION: Final = (pl.col("status") == "resolved") & (
@@ -177,12 +178,30 @@ def resumed_progress(
     )
 
 
-def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+def same_origin(pairs: pl.LazyFrame, sessions: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows of `pairs` whose sessions `session_id` and `other` answered at one origin
+    (SESSIONS `origin`: null for every session where the analysis reaches one). One event store
+    serves one deployment: two servers that each number their events alike, or send the same
+    notification, did not replay each other's."""
+    origin = sessions.select("session_id", pl.col("origin").fill_null("").alias("_origin"))
+    return (
+        pairs.join(origin, on="session_id", how="left")
+        .join(origin.rename({"session_id": "other", "_origin": "_other_origin"}), on="other",
+              how="left")
+        .filter(pl.col("_origin").eq_missing(pl.col("_other_origin")))
+        .drop("_origin", "_other_origin")
+    )  # fmt: skip
+
+
+def foreign_session_events(
+    rpc_messages: pl.LazyFrame, events: pl.LazyFrame, sessions: pl.LazyFrame
+) -> pl.LazyFrame:
     """The events of a resume that answered one request twice (two responses under different
     event ids: the second is no replay of the first) that another session received too, same
     id and payload: one row per such event and other flow that carried it (columns
     `session_id, flow_id, ts, event_id, payload_hash, request_ids, other, other_flow`,
-    `request_ids` the requests its resume answered twice). cross-session-replay's first rule,
+    `request_ids` the requests its resume answered twice), sessions of one origin only
+    (`same_origin`). cross-session-replay's first rule,
     and what duplicate-response leaves to it. A session that issued an id alike on a first
     sending (an incarnation 0, priming events included) numbers its events as this one does,
     each on its own (per-stream counters in lockstep clients; a store the sessions share issues
@@ -226,4 +245,5 @@ def foreign_session_events(rpc_messages: pl.LazyFrame, events: pl.LazyFrame) -> 
         carried.join(elsewhere, on=key)
         .filter(pl.col("other") != pl.col("session_id"))
         .join(lockstep, on=["session_id", "other"], how="anti")
+        .pipe(same_origin, sessions)
     )

@@ -1,5 +1,8 @@
 """The SESSIONS frame: one row per session key (DESIGN.md §2), with how it ended.
 
+Server: the origin and path of its first flow (the authority and path where the analysis reaches
+one origin: `analyzer.timeline.keys`).
+
 End: the first DELETE of the session answered 2xx (`delete`), or the first 404 to a request
 carrying its Mcp-Session-Id (`404`), whichever came first; else `capture_end`, at the last
 timestamp of the whole capture.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
+from analyzer.timeline.keys import ENDPOINT
 
 __all__ = ["sessions"]
 
@@ -50,7 +54,8 @@ def sessions(keyed: pl.LazyFrame, *, streams_of_flows: pl.LazyFrame) -> pl.LazyF
         pl.col("client_ip").drop_nulls().first(),
         pl.col("rpc_client_info").drop_nulls().first().alias("client_info"),
         pl.col("client_value").drop_nulls().first(),
-        pl.concat_str("authority", "path").drop_nulls().first().alias("server"),
+        ENDPOINT.drop_nulls().first().alias("server"),
+        pl.col("origin").drop_nulls().first(),
         pl.col("ts").min().alias("start"),
         last.max().alias("last_ts"),
         pl.col("initialize").fill_null(False).any().alias("initialized"),

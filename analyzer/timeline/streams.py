@@ -42,6 +42,12 @@ _STREAM_MAP = pl.Schema(
 )
 
 
+# Where a cursor may have been issued: one origin's sessions (`analyzer.timeline.keys`; "" where
+# the analysis reaches one). Each server issues its own ids: a counter `3` of server A is no
+# issue of a cursor `3` sent to server B, whose sessions never saw it.
+_SCOPE = pl.col("origin").fill_null("").alias("scope")
+
+
 def issued_cursors(
     events: pl.LazyFrame, keyed: pl.LazyFrame, cursors: pl.Series | None = None
 ) -> pl.LazyFrame:
@@ -63,7 +69,7 @@ def issued_cursors(
         issued = issued.join(sent, on="event_id", how="semi")
     return issued.select(
         "flow_id", "ordinal", "ts", "seq", "event_id", "id_only", "payload_seen"
-    ).join(keyed.select("flow_id", "session_id"), on="flow_id", how="inner")
+    ).join(keyed.select("flow_id", "session_id", _SCOPE), on="flow_id", how="inner")
 
 
 # Wire order among records of one time: the record number, then an event's place in its chunk
@@ -89,6 +95,7 @@ def _issues(issued: pl.LazyFrame, prefix: str, wanted: pl.LazyFrame) -> pl.LazyF
         ),
         pl.col("payload_seen").alias(f"{prefix}payload_seen"),
         _wire("seq", pl.col("ordinal")).alias(f"{prefix}wire"),
+        "scope",
     )
 
 
@@ -107,11 +114,14 @@ def own_issues(keyed: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
         "ts",
         pl.col("req_seq").alias("seq"),
         _wire("req_seq").alias("_wire"),
+        _SCOPE,
     )
     asked = cursors.select("session_id", pl.col("cursor").alias("event_id"))
     return latest_before(
         cursors,
-        _issues(issued, "c_", asked).with_columns(pl.col("c_session_id").alias("session_id")),
+        _issues(issued, "c_", asked)
+        .with_columns(pl.col("c_session_id").alias("session_id"))
+        .drop("scope"),
         by=("session_id", "cursor"),
         on=("ts", "_wire"),
         candidate_on=("c_ts", "c_wire"),
@@ -123,24 +133,28 @@ def resolve_cursors(own: pl.LazyFrame, issued: pl.LazyFrame) -> pl.LazyFrame:
     never issued, the latest issue in another session; `status` (`CURSOR_STATUS`)."""
     own = own.cache()  # read twice: computed once (when it is not collected already)
     lost = own.filter(pl.col("c_flow_id").is_null()).select(
-        "flow_id", "session_id", "cursor", "ts", _wire("seq").alias("_wire")
+        "flow_id", "session_id", "cursor", "ts", _wire("seq").alias("_wire"), "scope"
     )
     other = latest_before(
         lost,
-        _issues(issued, "o_", lost.select(pl.col("cursor").alias("event_id"))),
-        by=("cursor",),
+        _issues(issued, "o_", lost.select(pl.col("cursor").alias("event_id"), "scope")),
+        by=("cursor", "scope"),
         on=("ts", "_wire"),
         candidate_on=("o_ts", "o_wire"),
         other_than=("session_id", "o_session_id"),
-    ).drop("session_id", "cursor", "ts", "_wire", "o_wire")
-    return own.join(other, on="flow_id", how="left").with_columns(
-        pl.when(pl.col("c_flow_id").is_not_null())
-        .then(pl.lit("resolved"))
-        .when(pl.col("o_flow_id").is_not_null())
-        .then(pl.lit("other_session"))
-        .otherwise(pl.lit("unresolved"))
-        .cast(S.CURSOR_STATUS)
-        .alias("status")
+    ).drop("session_id", "cursor", "ts", "_wire", "o_wire", "scope")
+    return (
+        own.drop("scope")
+        .join(other, on="flow_id", how="left")
+        .with_columns(
+            pl.when(pl.col("c_flow_id").is_not_null())
+            .then(pl.lit("resolved"))
+            .when(pl.col("o_flow_id").is_not_null())
+            .then(pl.lit("other_session"))
+            .otherwise(pl.lit("unresolved"))
+            .cast(S.CURSOR_STATUS)
+            .alias("status")
+        )
     )
 
 

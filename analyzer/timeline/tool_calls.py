@@ -7,11 +7,12 @@ when the call is the latest request of the session with its id before it), at or
 MRTR leg: params carry `inputResponses` or `requestState`, or the previous call of the same
 tool with the same arguments in the session got an InputRequiredResult.
 
-Annotations: from the `tools/list` result of the same server (authority + path of the endpoint
-the list was requested from) in force at the call: the latest one at or before it, else (a
-client that listed later, or in another capture) the latest anywhere in the capture. A server
-may change a tool's annotations mid-session (`notifications/tools/list_changed`): calls made
-while it was listed read-only stay read-only. A listed tool gets the spec's defaults for hints
+Annotations: from the `tools/list` result of the same server (`keys.ENDPOINT`: authority, or
+origin where the analysis reaches several, and path of the endpoint the list was requested from)
+in force at the call: the latest one at or before it, else (a client that listed later, or in
+another capture) the latest anywhere in the capture. A server may change a tool's annotations
+mid-session (`notifications/tools/list_changed`): calls made while it was listed read-only stay
+read-only. A listed tool gets the spec's defaults for hints
 it does not set (readOnly false, destructive true, idempotent false, openWorld true); a tool no
 captured list names has null hints and `tool_listed` false.
 """
@@ -22,6 +23,7 @@ import polars as pl
 
 from analyzer import schema as S
 from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
+from analyzer.timeline.keys import ENDPOINT
 
 __all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
 
@@ -51,7 +53,7 @@ def _listings(tools: pl.LazyFrame, *, keyed: pl.LazyFrame, messages: pl.LazyFram
     The server is the endpoint of the request the listing answers (`analyzer.timeline.answers`:
     a legacy server lists on its GET stream, another endpoint), else (its request not captured)
     that of the exchange that carried it."""
-    endpoint = pl.concat_str("authority", "path")
+    endpoint = ENDPOINT
     listing = ["flow_id", "seq", "rpc_id"]
     answered = (
         messages.filter(pl.col("answers").is_not_null())
@@ -121,7 +123,7 @@ def tool_calls(
             keyed.select(
                 "flow_id",
                 "era",
-                pl.concat_str("authority", "path").alias("server"),
+                ENDPOINT.alias("server"),
                 "status",
                 "sse",
                 "end_how",

@@ -97,6 +97,7 @@ sessions = (
     .with_columns(pl.col("findings").fill_null(0))
     .select(
         "session_id",
+        "origin",
         "findings",
         "era",
         "kind",
@@ -109,4 +110,7 @@ sessions = (
         "streams",
     )
 )
+# The origin column only where the input reaches several (a forward proxy's capture).
+if sessions["origin"].null_count() == sessions.height:
+    sessions = sessions.drop("origin")
 views.table(sessions, key="sessions")

@@ -10,16 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import polars as pl
 import pytest
 from mitmproxy.net import server_spec
 from prometheus_client.parser import text_string_to_metric_families
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
 from analyzer.cli import build_parser, main
+from analyzer.timeline import load_timeline
 from tests.support.disk import small_disk
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, run_proxy, wait_port
-from tests.support.tls import CertAuthority, make_ca, sdk_client, tls_sdk_server
+from tests.support.tls import CertAuthority, make_ca, sdk_client, sdk_server, tls_sdk_server
 
 
 def test_mitmdump_args_run_the_capture_addon_in_reverse_mode() -> None:
@@ -465,6 +467,72 @@ def test_a_forward_proxy_captures_an_sdk_client_that_trusts_mitmproxys_ca(
     assert {r["upstream"] for r in requests} == {origin.removeprefix("https://")}
     code, report = _analyze(out)
     assert code == 0, report["findings"]
+
+
+# An official-SDK client of two servers at once, calling each in turn.
+_TWO_SERVERS = """\
+import sys
+import anyio
+from mcp import Client
+
+async def main() -> None:
+    async with Client(sys.argv[1]) as first, Client(sys.argv[2]) as second:
+        await first.list_tools()
+        await second.list_tools()
+        for client in (first, second):
+            result = await client.call_tool("get_balance", {"account": "acct-1"})
+            print(result.content[0].text)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_a_forward_proxys_capture_of_two_servers_is_each_origins_own_sessions(
+    tmp_path: Path,
+) -> None:
+    """`--mode regular` in front of two official-SDK servers, one client talking to both in the
+    sessionless 2026 era, where a session is the client's identity (`client:<ip>|<clientInfo>|`):
+    the same at both servers. Each server's flows make its own session, named by its origin (on
+    one origin they would be one session), and the report names both origins."""
+    out, ca_dir = tmp_path / "cap", tmp_path / "mitmproxy"
+    with (
+        sdk_server() as first,
+        sdk_server() as second,
+        run_proxy(None, out, "--mode", "regular", "--ca-dir", str(ca_dir)) as proxy,
+    ):
+        done = sdk_client(
+            f"{first}/mcp", {"HTTP_PROXY": proxy.url}, script=_TWO_SERVERS, more=[f"{second}/mcp"]
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["balance", "of", "acct-1:", "600", "cents"] * 2
+    requests = [r for r in read_records(out) if r["kind"] == "request"]
+    # Absolute-form requests: the authority names the origin (mitmproxy connects after the hook).
+    assert {r["authority"] for r in requests} == {
+        o.removeprefix("http://") for o in (first, second)
+    }
+    code, report = _analyze(out)
+    assert code == 0, report["findings"]
+    assert report["summary"]["sessions"] == 2
+    assert report["summary"]["origins"] == {first: 1, second: 1}
+    sessions = load_timeline([out], cache=False).sessions.collect()
+    keys = set()
+    for origin in (first, second):
+        (row,) = sessions.filter(pl.col("origin") == origin).iter_rows(named=True)
+        assert row["session_id"].startswith("client:127.0.0.1|")
+        assert row["session_id"].endswith(f"|@{origin}")
+        keys.add(row["session_id"].removesuffix(f"@{origin}"))
+        assert row["server"] == f"{origin}/mcp"
+        # discovery, tools/list, tools/call: every flow to this origin
+        to_origin = [r for r in requests if f"http://{r['authority']}" == origin]
+        assert row["flows"] == len(to_origin) >= 3
+    assert len(keys) == 1  # the same client key at both servers
+    table = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "analyze", "--no-cache", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    named = ", ".join(f"{origin} (1 session)" for origin in sorted((first, second)))
+    assert f"2 origins: {named}" in table.stdout
 
 
 @pytest.mark.timeout(120)

@@ -441,3 +441,21 @@ def test_an_unreadable_dump_is_one_line_on_every_page(
     ]
     said = f"{dump}: not a mitmproxy dump (a frame of 99999999999 bytes where 12 remain at byte 0)"
     assert said in [t.value for t in at.text]
+
+
+def test_the_session_list_names_the_origin_only_where_there_are_several(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lab_capture: Path
+) -> None:
+    c = Capture().open()
+    for origin in ("http://127.0.0.1:9001", "https://mcp.b.test:443"):
+        f = c.request(body=req("initialize", 0, protocolVersion="2025-06-18"), origin=origin)
+        c.response(f, body=res(0), headers={"Mcp-Session-Id": "1"})
+    (tmp_path / "forward").mkdir()
+    forward = c.close().write(tmp_path / "forward" / "capture-f-0000.jsonl")
+    for path, origins in ((forward, ["http://127.0.0.1:9001", "https://mcp.b.test:443"]),
+                          (lab_capture, None)):  # fmt: skip
+        at = run_page(make_app(monkeypatch, path))
+        no_exception(at)
+        (listed,) = [df.value for df in at.dataframe if "session_id" in df.value.columns]
+        shown = list(listed["origin"]) if "origin" in listed.columns else None
+        assert shown == origins

@@ -317,6 +317,19 @@ def read_only_repeat_then_annotations_change(c: Capture) -> None:
     _list(c, "S1", tools=[{"name": "balance", "annotations": {"destructiveHint": True}}])
 
 
+def same_call_to_two_origins(c: Capture) -> None:
+    """A forward proxy's capture: the client's call got a 404 from one server, and the same call
+    went to another server whose session has the same id (a call of its own, not a retry)."""
+    for origin, fate in (("http://127.0.0.1:9001", 404), ("http://127.0.0.1:9002", 200)):
+        f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25"), origin=origin)
+        c.response(f, body=res(0, protocolVersion="2025-11-25"), headers={"Mcp-Session-Id": "1"})
+        g = c.request(body=req("tools/list", "list"), headers=_headers("1"), origin=origin)
+        c.response(g, body=res("list", tools=TOOLS))
+        call = req("tools/call", 7, name="charge", arguments=CARD)
+        h = c.request(body=call, headers=_headers("1"), origin=origin)
+        c.response(h, fate, body=res(7, content=[]) if fate == 200 else None)
+
+
 CLEAN: dict[str, Callable[[Capture], None]] = {
     "read-only tool retried": read_only_retry,
     "MRTR legs": mrtr_legs_2026,
@@ -327,6 +340,7 @@ CLEAN: dict[str, Callable[[Capture], None]] = {
     "repeat outside window_s": outside_the_window,
     "another client's next session": another_client_in_the_next_session,
     "two sessions later": two_sessions_later,
+    "the same call to another origin": same_call_to_two_origins,
     "a broken call resumed, not re-issued": one_call_replayed_correctly,
     "read-only when called, side-effecting later": read_only_repeat_then_annotations_change,
 }

@@ -172,3 +172,25 @@ def test_a_priming_cursor_of_another_session_is_still_stale() -> None:
     row = DETECTOR.detect(timeline_of(c)).collect().row(0, named=True)
     assert "a priming event" in row["detail"]
     assert "never issued" not in row["title"]
+
+
+def test_a_cursor_issued_at_another_origin_is_never_issued_at_this_one() -> None:
+    """A forward proxy's capture of two servers: B's session sent the cursor A issued. It is
+    stale for B, but not one of another B session: A's sessions are not looked in."""
+    a, b = "http://127.0.0.1:9001", "http://127.0.0.1:9002"
+    c = Capture()
+    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25"), origin=a)
+    c.response(f, sse=True, headers=sid("A"))
+    c.chunk(f, sse(event(id="e1", data=""), event(res(0), id="e2")), n=0)
+    c.end(f)
+    g = c.request(body=req("initialize", 0, protocolVersion="2025-11-25"), origin=b)
+    c.response(g, sse=True, headers=sid("B"))
+    c.chunk(g, sse(event(res(0))), n=0)
+    c.end(g)
+    h = c.request("GET", headers={**sid("B"), "Last-Event-ID": "e2"}, origin=b)
+    c.response(h, sse=True)
+    c.end(h, "client_closed")
+    (row,) = run_detectors(timeline_of(c), only=["stale-cursor"]).iter_rows(named=True)
+    assert (row["session"], row["severity"]) == (f"mcp:B@{b}", "medium")
+    assert row["title"] == f"cursor e2 never issued in any captured session at {b}, sent with GET"
+    assert row["flow_ids"] == ["f3"]  # no issuing flow: f1 is another origin's

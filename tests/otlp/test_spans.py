@@ -346,3 +346,16 @@ def test_batches_keep_a_trace_together() -> None:
     assert [len(p) for p in parts] == [per_trace] * 3
     for part in parts:
         assert len({s.context.trace_id for s in part if s.context}) == 1
+
+
+def test_two_origins_sessions_keep_the_servers_own_session_id() -> None:
+    c = Capture().open()
+    for origin in ("http://127.0.0.1:9001", "http://127.0.0.1:9002"):
+        f = c.request(body=req("initialize", 1, protocolVersion="2025-06-18"), origin=origin)
+        c.response(f, body=res(1), headers={"Mcp-Session-Id": "1"})
+    sessions = [s for s in _spans(c.close()) if s.name == "mcp session"]
+    assert sorted(_attrs(s)["seamwatch.session.key"] for s in sessions) == [
+        "mcp:1@http://127.0.0.1:9001",
+        "mcp:1@http://127.0.0.1:9002",
+    ]
+    assert [_attrs(s)["mcp.session.id"] for s in sessions] == ["1", "1"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -96,3 +97,19 @@ def test_a_baseline_marks_findings_and_lists_fixed(report: Report) -> None:
     }
     assert "baseline" not in json.loads(json_report.render(report))
     assert "baselined" not in json.loads(json_report.render(report))["findings"][0]
+
+
+def test_several_origins_name_each_findings_origin_and_count_sessions_per_origin(
+    report: Report,
+) -> None:
+    """Only where the analysis reaches several origins: elsewhere neither key appears (above)."""
+    origins = {"mcp:7f3c": "https://a.test:443", "legacy:abc": "http://127.0.0.1:9002"}
+    got = json.loads(json_report.render(dataclasses.replace(report, origins=origins)))
+    assert got["summary"]["origins"] == {"http://127.0.0.1:9002": 1, "https://a.test:443": 1}
+    assert [(f["session"], f["origin"]) for f in got["findings"]] == [
+        ("mcp:7f3c", "https://a.test:443"),
+        ("mcp:7f3c", "https://a.test:443"),
+        ("legacy:abc", "http://127.0.0.1:9002"),
+        (None, None),
+    ]
+    assert list(got["findings"][0]) == [*FINDINGS_SCHEMA, "origin"]

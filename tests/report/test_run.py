@@ -26,6 +26,7 @@ from analyzer.timeline.replays import (
     RESUMED_EVENT_COLUMNS,
     resumed_progress,
 )
+from tests.support.records import Capture, req, res, timeline_of
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -412,3 +413,22 @@ def test_analyze_names_the_files_it_merges_from_a_folder_others_can_write(
     os.chmod(folder, 0o755)
     analyze(str(folder), "--no-cache", "--format", "json")
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("origins", "named"),
+    [
+        (("http://127.0.0.1:9001", "http://127.0.0.1:9002"), True),
+        (("http://127.0.0.1:9001", "http://127.0.0.1:9001"), False),
+    ],
+)
+def test_the_report_knows_each_sessions_origin_only_where_there_are_several(
+    origins: tuple[str, str], named: bool
+) -> None:
+    c = Capture()
+    for origin in origins:
+        f = c.request(body=req("initialize", 0, protocolVersion="2025-06-18"), origin=origin)
+        c.response(f, body=res(0), headers={"Mcp-Session-Id": "1"})
+    report = run.build_report(timeline_of(c), empty_findings(), [], fail_on=None)
+    expected = {f"mcp:1@{o}": o for o in origins} if named else {}
+    assert (report.sessions, dict(report.origins)) == (len(expected) or 1, expected)

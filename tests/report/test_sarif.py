@@ -4,6 +4,7 @@ code scanning upload action ships it), on hand-built reports and on a lab captur
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -202,3 +203,15 @@ def test_a_clean_run_writes_empty_results(lab_capture: Path) -> None:
     got = json.loads(out.read_text())
     assert_valid_sarif(got)
     assert got["runs"][0]["results"] == []
+
+
+def test_several_origins_give_each_result_its_sessions_origin(report: Report) -> None:
+    origins = {"mcp:7f3c": "https://a.test:443", "legacy:abc": "http://127.0.0.1:9002"}
+    results = log(dataclasses.replace(report, origins=origins))["runs"][0]["results"]
+    assert [r["properties"].get("origin") for r in results] == [
+        "https://a.test:443",
+        "https://a.test:443",
+        "http://127.0.0.1:9002",
+        None,
+    ]
+    assert all("origin" not in r["properties"] for r in log(report)["runs"][0]["results"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from analyzer.findings import Severity
@@ -73,3 +74,13 @@ def test_server_text_cannot_drive_the_terminal() -> None:
         for planted in ("\x1b[2J", "\x1b]0;", "\x07", "\x1b[31mred", "\u202e", "\r", "\x9b"):
             assert planted not in text
         assert "pwned" in text  # shown, as inert text
+
+
+def test_several_origins_are_named_with_their_sessions(report: Report) -> None:
+    origins = {"mcp:7f3c": "https://a.test:443", "legacy:abc": "http://127.0.0.1:9002"}
+    last = table_report.render(dataclasses.replace(report, origins=origins)).splitlines()[-1]
+    assert last == (
+        "4 findings (1 high, 1 medium, 1 low, 1 info) in 2 sessions, 3 streams, "
+        "1 resumption, 0 tool calls; 2 origins: http://127.0.0.1:9002 (1 session), "
+        "https://a.test:443 (1 session); fail-on medium: FAIL (2 at or above)"
+    )

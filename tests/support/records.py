@@ -110,8 +110,11 @@ class Capture:
         flow: str | None = None,
         client: str | None = None,
         at: float | None = None,
+        origin: str | None = None,
     ) -> str:
-        """Record a request; returns its flow id (f1, f2, ... unless given)."""
+        """Record a request; returns its flow id (f1, f2, ... unless given). `origin`
+        (`scheme://host:port`): recorded as the proxy records one, the host alone as authority
+        and the port in the upstream address; else `http://mcp.test:9000`."""
         if flow is None:
             self._flows += 1
             flow = f"f{self._flows}"
@@ -121,18 +124,22 @@ class Capture:
         hdrs = dict(headers or {})
         if raw is not None:
             hdrs.setdefault("content-type", "application/json")
+        scheme, authority, upstream = "http", "mcp.test:9000", UPSTREAM
+        if origin is not None:
+            scheme, _, upstream = origin.partition("://")
+            authority = upstream.rpartition(":")[0]
         self._rec(
             "request",
             at,
             flow=flow,
             method=method,
-            scheme="http",
-            authority="mcp.test:9000",
+            scheme=scheme,
+            authority=authority,
             path=path,
             http_version="HTTP/1.1",
             headers=[[k, v] for k, v in hdrs.items()],
             client=client or self.client,
-            upstream=UPSTREAM,
+            upstream=upstream,
             body=None if raw is None else body_from_bytes(raw),
         )
         return flow

@@ -8,7 +8,7 @@ import ipaddress
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,8 +124,24 @@ def tls_sdk_server(cert: Path, key: Path) -> Iterator[str]:
     """The lab's official-SDK MCP server on https://127.0.0.1:PORT (its origin, yielded);
     stopped by its pid at exit."""
     port = free_port()
+    with _serving(["-c", _TLS_SERVER, str(port), str(cert), str(key)], port):
+        yield f"https://127.0.0.1:{port}"
+
+
+@contextmanager
+def sdk_server(*options: str) -> Iterator[str]:
+    """The lab's official-SDK MCP server (`lab.servers.sdk_server` with `options`) on
+    http://127.0.0.1:PORT (its origin, yielded); stopped by its pid at exit."""
+    port = free_port()
+    with _serving(["-m", "lab.servers.sdk_server", "--port", str(port), *options], port):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def _serving(argv: list[str], port: int) -> Iterator[None]:
+    """A Python process run with `argv` until it listens on `port`; stopped by its pid."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", _TLS_SERVER, str(port), str(cert), str(key)],
+        [sys.executable, *argv],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
@@ -133,7 +149,7 @@ def tls_sdk_server(cert: Path, key: Path) -> Iterator[str]:
     )
     try:
         wait_port(port, proc, timeout=30)
-        yield f"https://127.0.0.1:{port}"
+        yield
     finally:
         proc.terminate()
         try:
@@ -160,12 +176,18 @@ anyio.run(main)
 
 
 def sdk_client(
-    url: str, env: dict[str, str], timeout: float = 60
+    url: str,
+    env: dict[str, str],
+    timeout: float = 60,
+    *,
+    script: str = _CLIENT,
+    more: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Run the official SDK client against `url` with `env` added (trust, proxy)."""
+    """Run the official SDK client against `url` with `env` added (trust, proxy); `script`, a
+    client of its own taking `url` and the `more` URLs as arguments."""
     base = {k: v for k, v in os.environ.items() if k.upper() not in _PROXY_ENV}
     return subprocess.run(
-        [sys.executable, "-c", _CLIENT, url],
+        [sys.executable, "-c", script, url, *more],
         cwd=ROOT,
         env={**base, **env},
         capture_output=True,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import polars as pl
+import pytest
+
+from analyzer.timeline.keys import ORIGIN
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
 
 
@@ -81,3 +85,85 @@ def test_2026_client_key_from_meta_client_info_and_client_header() -> None:
         ("f2", key, "2026-07-28"),
         ("f3", "client:10.0.0.1|app/3|", "2026-07-28"),
     ]
+
+
+_A, _B = "http://127.0.0.1:9001", "https://mcp.b.test:443"
+
+
+def _sessioned(c: Capture, origin: str, session: str, at: float) -> None:
+    """An initialize to `origin` that gets `session`, then a ping in it."""
+    f = c.request(body=req("initialize", 1, protocolVersion="2025-06-18"), origin=origin, at=at)
+    c.response(f, body=res(1, protocolVersion="2025-06-18"), headers={"Mcp-Session-Id": session})
+    g = c.request(body=req("ping", 2), headers={"Mcp-Session-Id": session}, origin=origin)
+    c.response(g, body=res(2))
+
+
+def _sessions(capture: Capture) -> list[tuple[object, ...]]:
+    frame = timeline_of(capture).sessions.collect()
+    return rows(frame, "session_id", "origin", "server", "flows")
+
+
+def test_equal_session_ids_of_two_origins_are_two_sessions_named_by_origin() -> None:
+    c = Capture()
+    _sessioned(c, _A, "1", at=10)
+    _sessioned(c, _B, "1", at=20)
+    assert [flow[1] for flow in _by_flow(c)] == [f"mcp:1@{_A}"] * 2 + [f"mcp:1@{_B}"] * 2
+    assert _sessions(c) == [
+        (f"mcp:1@{_A}", _A, f"{_A}/mcp", 2),
+        (f"mcp:1@{_B}", _B, f"{_B}/mcp", 2),
+    ]
+
+
+def test_one_origin_keeps_the_plain_keys() -> None:
+    c = Capture()
+    _sessioned(c, _A, "1", at=10)
+    _sessioned(c, _A, "2", at=20)
+    plain = [("mcp:1", None, "127.0.0.1/mcp", 2), ("mcp:2", None, "127.0.0.1/mcp", 2)]
+    assert _sessions(c) == plain
+
+
+def test_runs_of_one_origin_each_merge_into_shared_sessions() -> None:
+    """Replicas captured separately (a reverse proxy in front of each): one session."""
+    c, d = Capture("run-1").open(), Capture("run-2").open()
+    _sessioned(c, _A, "1", at=10)
+    g = d.request(body=req("ping", 3), headers={"Mcp-Session-Id": "1"}, origin=_B, flow="g1", at=30)
+    d.response(g, body=res(3))
+    c.records += d.records
+    assert [flow[1] for flow in _by_flow(c)] == ["mcp:1"] * 3
+
+
+def test_a_sessionless_2025_flow_belongs_to_its_own_origins_initialize() -> None:
+    c = Capture()
+    a = c.request(body=req("initialize", 1, protocolVersion="2025-03-26"), origin=_A)
+    c.response(a, body=res(1, protocolVersion="2025-03-26"))
+    b = c.request(body=req("initialize", 1, protocolVersion="2025-03-26"), origin=_B)
+    c.response(b, body=res(1, protocolVersion="2025-03-26"))
+    p = c.request(body=req("ping", 2), origin=_A)  # after B's initialize, to A
+    c.response(p, body=res(2))
+    assert [flow[1] for flow in _by_flow(c)] == [
+        f"anon:10.0.0.1:f1@{_A}",
+        f"anon:10.0.0.1:f2@{_B}",
+        f"anon:10.0.0.1:f1@{_A}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "authority", "upstream", "origin"),
+    [
+        ("http", "127.0.0.1:9001", None, "http://127.0.0.1:9001"),  # the proxy, since origins
+        ("http", "127.0.0.1", "127.0.0.1:9001", "http://127.0.0.1:9001"),  # before: Host's host
+        ("HTTPS", "MCP.example.com", "93.184.216.34", "https://mcp.example.com:443"),  # HAR
+        ("http", "[::1]:8000", "[::1]:8000", "http://[::1]:8000"),
+        ("http", "[::1]", "[::1]:8000", "http://[::1]:8000"),
+        ("https", "::1", "::1", "https://::1:443"),  # a HAR's bare v6 address has no port
+        ("http", None, None, None),
+    ],
+)
+def test_origin_of_a_flow(
+    scheme: str, authority: str | None, upstream: str | None, origin: str | None
+) -> None:
+    flow = pl.DataFrame(
+        {"scheme": [scheme], "authority": [authority], "upstream": [upstream]},
+        schema={"scheme": pl.String, "authority": pl.String, "upstream": pl.String},
+    )
+    assert flow.select(ORIGIN).item() == origin
