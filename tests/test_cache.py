@@ -61,14 +61,15 @@ def test_key_follows_the_normalizing_code(tmp_path: Path, monkeypatch: pytest.Mo
 
 # Imported by the readers, yet deciding nothing a normalized table holds: the package's version,
 # the cache itself (its layout is `_ENTRY_FORMAT`), temporary folders, the capture package's
-# exports, and the proxy's capture writer, its record models and redaction (readers write,
-# validate and redact nothing).
+# exports, and the proxy's capture writer, its retention, record models and redaction (readers
+# write, delete, validate and redact nothing).
 _NOT_NORMALIZING = {
     "__init__.py",
     "cache.py",
     "scratch.py",
     "capture/__init__.py",
     "capture/redaction.py",
+    "capture/retention.py",
     "capture/writer.py",
     "record_models.py",
 }
