@@ -11,9 +11,10 @@ any resumption finding on a variant that expects nothing).
 
 Variants share one capture, so nothing one does may read as another's: each has its own
 clientInfo (the client of `repeated-tool-call`'s "next session" is its own re-initialization),
-its own tool arguments (no repeat across variants), and never carries a cursor into another
-session (`stale-cursor`); ids are random or per-session counters, which `cross-session-replay`
-leaves alone. The constant-id scheme shares its one id across sessions, as such a server would.
+its own tool arguments (no repeat across variants), and carries a cursor into another session
+(`stale-cursor`) only in the `carried-cursor` family, into its own next session; ids are random
+or per-session counters, which `cross-session-replay` leaves alone. The constant-id scheme
+shares its one id across sessions, as such a server would.
 
     <out>/capture/      the one capture     <out>/matrix.json   every variant, expected, found
     <out>/logs/         server and proxy    <out>/lab.json      processes started
