@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -20,8 +21,10 @@ from lab.matrix.run import (
     attribute,
     confusion,
     exit_code,
+    faulted_streams,
     render,
     run_batches,
+    uncited,
 )
 from lab.matrix.variants import sample
 from lab.verdict import judge
@@ -88,6 +91,52 @@ def test_a_variant_that_did_not_run_fails_the_run_with_2() -> None:
     text = render(result, seed=9)
     assert text.startswith("seed 9, 2 variants, wall time 1.5 s")
     assert f"{B.name} ReadTimeout" in text and B.axes_text() in text
+
+
+def test_a_required_detection_only_on_another_stream_counts_as_silent() -> None:
+    wanted = Expected(
+        required=["phantom-resume", "repeated-tool-call"], any_of=[["causal-gap", "lost-response"]]
+    )
+    found = [
+        {**finding("phantom-resume", "high", "s"), "stream_ids": ["re-issued"]},
+        {**finding("repeated-tool-call", "high", "s"), "stream_ids": ["re-issued"]},  # not S's
+        {**finding("lost-response", "high", "s"), "stream_ids": ["faulted"]},
+    ]
+    missed = uncited(wanted, found, "faulted")
+    assert missed == ("phantom-resume",)
+    assert uncited(wanted, found, None) == ()  # a 2026 variant: no faulted stream known
+    assert uncited(wanted, found[:2], "faulted") == ("phantom-resume",)  # the group is silent
+    judged = Outcome(A, wanted, verdict=judge(wanted, found), uncited=missed)
+    table = {det: (r.fired, r.silent, r.false_alarm) for det, r in confusion([judged]).items()}
+    assert table["phantom-resume"] == (0, 1, 0)
+    assert table["causal-gap|lost-response"] == (1, 0, 0)
+    assert not judged.ok and exit_code(MatrixResult([judged])) == EXIT_FINDINGS
+    assert "MISS phantom-resume on the faulted stream" in render(MatrixResult([judged]), seed=1)
+
+
+def test_the_faulted_stream_is_the_first_call_or_get_of_the_first_session(tmp_path: Path) -> None:
+    owed = dataclasses.replace(A, owed=True, answer="full")
+    get = dataclasses.replace(owed, owed=False, progress="none", tool="slow_report")
+
+    def request(flow: str, method: str, session: str, body: str = "", **more: str) -> str:
+        headers = [
+            ["mcp-session-id", session],
+            *([k.replace("_", "-"), v] for k, v in more.items()),
+        ]
+        record = {"kind": "request", "flow": flow, "method": method, "headers": headers}
+        return json.dumps({**record, "body": {"text": body}})
+
+    call = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}'
+    lines = [
+        request("list", "POST", f"{owed.name}-1", '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'),
+        request("call", "POST", f"{owed.name}-1", call),
+        request("again", "POST", f"{owed.name}-1", call),
+        request("resume", "GET", f"{get.name}-1", last_event_id="4"),
+        request("get", "GET", f"{get.name}-1"),
+        request("next", "GET", f"{get.name}-2"),
+    ]
+    (tmp_path / "capture-x-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert faulted_streams(tmp_path, [owed, get]) == {owed.name: "call", get.name: "get"}
 
 
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)$")
