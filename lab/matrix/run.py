@@ -227,9 +227,11 @@ def _ids(finding: Mapping[str, object], key: str) -> list[str]:
 def faulted_streams(capture: Path, variants: Sequence[Variant]) -> dict[str, str]:
     """Per variant name, the flow id of the stream its fault hits, read from the capture's
     requests: in its first session (`<name>-1`), the first `tools/call` POST, or, for a
-    GET-stream variant and `response-on-get`, the first GET without `Last-Event-ID`. 2026
-    variants, whose sessions carry no id, have none."""
+    GET-stream variant and `response-on-get`, the first GET without `Last-Event-ID` (the
+    second for `superseded` with one constant id: the cursor resolves to its latest issue,
+    the newer stream's, DESIGN.md §2). 2026 variants, whose sessions carry no id, have none."""
     on_get = {v.name for v in variants if not v.owed or v.answer == "response-on-get"}
+    skip = {v.name: 1 for v in variants if v.answer == "superseded" and v.ids == "constant"}
     found: dict[str, str] = {}
     for path in sorted(capture.glob("capture-*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -241,7 +243,7 @@ def faulted_streams(capture: Path, variants: Sequence[Variant]) -> dict[str, str
             if k != "1" or name in found or "last-event-id" in headers:
                 continue
             if name in on_get:
-                hit = record.get("method") == "GET"
+                hit = record.get("method") == "GET" and skip.pop(name, 0) == 0
             else:
                 body = (record.get("body") or {}).get("text") or ""
                 hit = record.get("method") == "POST" and '"tools/call"' in body

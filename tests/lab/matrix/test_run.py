@@ -117,6 +117,7 @@ def test_a_required_detection_only_on_another_stream_counts_as_silent() -> None:
 def test_the_faulted_stream_is_the_first_call_or_get_of_the_first_session(tmp_path: Path) -> None:
     owed = dataclasses.replace(A, owed=True, answer="full")
     get = dataclasses.replace(owed, owed=False, progress="none", tool="slow_report")
+    newer = dataclasses.replace(get, answer="superseded", ids="constant")  # resolves to the newer
 
     def request(flow: str, method: str, session: str, body: str = "", **more: str) -> str:
         headers = [
@@ -134,9 +135,13 @@ def test_the_faulted_stream_is_the_first_call_or_get_of_the_first_session(tmp_pa
         request("resume", "GET", f"{get.name}-1", last_event_id="4"),
         request("get", "GET", f"{get.name}-1"),
         request("next", "GET", f"{get.name}-2"),
+        request("older", "GET", f"{newer.name}-1"),
+        request("newer", "GET", f"{newer.name}-1"),
+        request("resumed", "GET", f"{newer.name}-1", last_event_id="0"),
     ]
     (tmp_path / "capture-x-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert faulted_streams(tmp_path, [owed, get]) == {owed.name: "call", get.name: "get"}
+    found = faulted_streams(tmp_path, [owed, get, newer])
+    assert found == {owed.name: "call", get.name: "get", newer.name: "newer"}
 
 
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)$")
