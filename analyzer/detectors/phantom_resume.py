@@ -165,12 +165,12 @@ def _continued(
     by_counter = resume_counters(cut_short, timeline.id_counters, timeline.incarnations).filter(
         further
     )
-    by_prefix = (
-        resume_counters(resumes, timeline.id_counters, timeline.incarnations)
-        .filter(further)
-        .join(_own_prefixes(timeline), on=["stream_id", "prefix"], how="semi")
-        .select("r_flow")
-    )
+    counted = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(further)
+    by_prefix = counted.join(
+        _own_prefixes(timeline, counted.select("stream_id", "prefix")),
+        on=["stream_id", "prefix"],
+        how="semi",
+    ).select("r_flow")
     # The response to the stream's own request on the answer: a message only S carries.
     requests = timeline.streams.select("stream_id", pl.col("request_id").alias("rpc_id"))
     by_response = (
@@ -207,18 +207,27 @@ def _continued(
     )
 
 
-def _own_prefixes(timeline: Timeline) -> pl.LazyFrame:
-    """The counter prefixes (`stream_id, prefix`) that name their stream: no other stream of
-    the session carries them, and another one carries counter ids of its own. A session-wide counter
-    (`17`, `evt-000017`) puts its prefix on every stream; with one stream, nothing tells."""
+def _own_prefixes(timeline: Timeline, candidates: pl.LazyFrame) -> pl.LazyFrame:
+    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
+    other stream of the session carries the prefix, and another one carries counter ids of its
+    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
+    stream, nothing tells."""
     streams = timeline.streams.select("stream_id", "session_id")
-    carried = (
-        timeline.id_counters.select("stream_id", "prefix").unique().join(streams, on="stream_id")
+    asked = candidates.unique().join(streams, on="stream_id")
+    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
+    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
+    others = (
+        timeline.id_counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
+        .join(streams.rename({"stream_id": "other"}), on="other")
+        .join(asked, on="session_id")
+        .filter(pl.col("other") != pl.col("stream_id"))
     )
-    return carried.filter(
-        (pl.col("stream_id").n_unique().over("session_id", "prefix") == 1)
-        & (pl.col("stream_id").n_unique().over("session_id") >= 2)
-    ).select("stream_id", "prefix")
+    return (
+        others.group_by("stream_id", "prefix")
+        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
+        .filter(~pl.col("shared"))
+        .select("stream_id", "prefix")
+    )
 
 
 def _owed_only(timeline: Timeline, resumes: pl.LazyFrame, due: pl.LazyFrame) -> pl.LazyFrame:
