@@ -46,7 +46,8 @@ from lab.matrix.variants import Variant
 from lab.verdict import Verdict, judge
 
 CONCURRENCY = 6
-VARIANT_TIMEOUT_S = 30.0
+#: A variant's budget: an early cut answered with nothing waits the long retry four times.
+VARIANT_TIMEOUT_S = 60.0
 ANALYZE_TIMEOUT_S = 600.0
 VARIANT_IN_SESSION = re.compile(r"mx-[0-9a-f]{8}")
 EXIT_OK, EXIT_FINDINGS, EXIT_LAB_ERROR = 0, 1, 2

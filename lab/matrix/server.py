@@ -362,7 +362,7 @@ class MatrixServer:
         if session.variant.cut == "client":
             return self.body(session, frames[:written], hold=session.cut)
         # The server ends the response after a `retry:` on its priming event (2025-11-25).
-        first = dataclasses.replace(frames[0], retry=RETRY_MS)
+        first = dataclasses.replace(frames[0], retry=RETRY_MS[session.variant.cut])
         session.cut.gone.set()
         return self.body(session, [first, *frames[1:written]])
 
