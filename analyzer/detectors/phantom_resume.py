@@ -9,9 +9,12 @@ a due id with another payload is another message), yet the answer issued fresh n
 events or, when events were due, only a new priming event, which moves the client's cursor past
 what it never got; for a due response, the response never came on this or a later
 incarnation. Not when the answer went on with S's own messages: progress on a token S carried
-or the response to S's request (a partial replay), or, when only the response was due, ids
-further along S's per-stream counter on an answer cut short (a continuation as far as the
-wire tells; one the server ended without the response carried other messages instead of it).
+or the response to S's request (a partial replay); ids further along a counter whose prefix the
+session's other streams do not carry while one of them carries ids of its own (the ids encode
+the stream, as §1 says they SHOULD: a replay with a gap, `causal-gap`'s); or, when only the
+response was due, ids further along S's per-stream counter on an answer cut short (a
+continuation as far as the wire tells; one the server ended without the response carried other
+messages instead of it).
 And nothing told the client the cursor was not honoured: no JSON-RPC error on the answer, no
 control event (an SSE event whose type says the stream was reset or is new, or whose data
 holds `"resumed": false`).
@@ -137,9 +140,9 @@ def _continued(
     timeline: Timeline, resumes: pl.LazyFrame, answer: pl.LazyFrame, due: pl.LazyFrame
 ) -> pl.LazyFrame:
     """The answers (`r_flow`) that went on with the stream's own messages: progress on a token
-    the stream carried before or the response to its request (`by_token`), or ids further
-    along its per-stream counter (`by_counter`), unless they sent a due id with another
-    payload."""
+    the stream carried before, the response to its request, or ids further along a counter
+    whose prefix names the stream (`by_token`), or ids further along its per-stream counter
+    (`by_counter`), unless they sent a due id with another payload."""
     tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
     # Each token's first incarnation: a token on the answer that an earlier one carried.
     first = tokens.group_by("stream_id", "progress_token").agg(
@@ -158,9 +161,16 @@ def _continued(
     # An answer the server ended on its own without the owed response carried other messages
     # instead of it, counter or not; one cut short may still have been on its way to it.
     cut_short = resumes.filter((pl.col("answer_end_how") != "complete").fill_null(True))
+    further = pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n"))
     by_counter = resume_counters(cut_short, timeline.id_counters, timeline.incarnations).filter(
-        pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n"))
+        further
     )
+    counted = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(further)
+    by_prefix = counted.join(
+        _own_prefixes(timeline, counted.select("stream_id", "prefix")),
+        on=["stream_id", "prefix"],
+        how="semi",
+    ).select("r_flow")
     # The response to the stream's own request on the answer: a message only S carries.
     requests = timeline.streams.select("stream_id", pl.col("request_id").alias("rpc_id"))
     by_response = (
@@ -184,7 +194,9 @@ def _continued(
     return (
         pl.concat(
             [
-                pl.concat([by_token, by_response]).with_columns(pl.lit(True).alias("by_token")),
+                pl.concat([by_token, by_response, by_prefix]).with_columns(
+                    pl.lit(True).alias("by_token")
+                ),
                 by_counter.select("r_flow", pl.lit(True).alias("by_counter")),
             ],
             how="diagonal",
@@ -192,6 +204,29 @@ def _continued(
         .join(reused, on="r_flow", how="anti")
         .group_by("r_flow")
         .agg(pl.col("by_token", "by_counter").fill_null(False).any())
+    )
+
+
+def _own_prefixes(timeline: Timeline, candidates: pl.LazyFrame) -> pl.LazyFrame:
+    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
+    other stream of the session carries the prefix, and another one carries counter ids of its
+    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
+    stream, nothing tells."""
+    streams = timeline.streams.select("stream_id", "session_id")
+    asked = candidates.unique().join(streams, on="stream_id")
+    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
+    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
+    others = (
+        timeline.id_counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
+        .join(streams.rename({"stream_id": "other"}), on="other")
+        .join(asked, on="session_id")
+        .filter(pl.col("other") != pl.col("stream_id"))
+    )
+    return (
+        others.group_by("stream_id", "prefix")
+        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
+        .filter(~pl.col("shared"))
+        .select("stream_id", "prefix")
     )
 
 

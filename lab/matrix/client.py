@@ -11,6 +11,13 @@ cancel the call and re-issue it (or open a new GET stream without a cursor); a 4
 cancel and re-issue; a 404 makes it re-initialize and start over in the new session. In
 2026-07-28 it closes the cut stream (a cancellation there) and re-issues the call under a new
 id. Sessions end with DELETE.
+
+In the families (`lab.matrix.variants.FAMILIES`) the client makes the fault, or meets it:
+before its resume it DELETEs the session (`after-delete`) or opens a newer GET stream and
+reads its first message (`superseded`); or, instead of resuming, it re-initializes and sends
+its old cursor on a GET in the new session (`carried-cursor`, a legacy client's habit); or it
+opens the GET stream first, calls the tool, reads the call's stream to its end and waits for
+the response on the GET stream (`response-on-get`).
 """
 
 from __future__ import annotations
@@ -71,6 +78,9 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
     client = SessionedClient(http, url, client_name=v.name, version=v.era)
     await client.initialize()
     await client.request("tools/list")
+    if v.answer == "response-on-get":
+        await _response_on_get(client, v)
+        return
     call_id = client.next_id()
     if v.owed:
         body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call"}
@@ -84,6 +94,18 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
             await _read_to_end_if_server_cuts(stream, v)
     cursor = cursor_of(stream, v)
     retry = next((e.retry for e in reversed(stream.events) if e.retry is not None), None)
+    if v.answer == "carried-cursor":
+        await client.initialize()  # a new session; the client kept its cursor
+        answer = await _resume(client, url, cursor)
+        if answer.status != 400:
+            raise ClientError(f"the carried cursor was answered {answer.status}")
+        await client.delete()
+        return
+    if v.answer == "after-delete":
+        await client.delete()
+    elif v.answer == "superseded":
+        async with client.get_stream() as newer:
+            await newer.until(lambda event: event.message is not None)
     for attempt in range(RESUME_TRIES):
         if retry is not None and not (attempt == 0 and v.cut == "early"):
             await anyio.sleep(retry / 1000)  # the wait the server asked for
@@ -101,6 +123,20 @@ async def drive(http: httpx.AsyncClient, url: str, v: Variant) -> None:
         await _start_over(client, v, cancel=call_id, new_get=answer.status != 409)
     elif answer.status != 200:
         raise ClientError(f"the resume answered {answer.status}")
+    await client.delete()
+
+
+async def _response_on_get(client: SessionedClient, v: Variant) -> None:
+    """Open the GET stream, call the tool, and read its response wherever it comes."""
+    async with client.get_stream() as get:
+        await get.until(lambda event: event.message is not None)
+        call_id = client.next_id()
+        body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call"}
+        body["params"] = call_params(v, f"{v.name}-1")
+        async with client.post(body) as stream:
+            while await stream.next_event() is not None:
+                pass
+        await get.response_message(call_id)
     await client.delete()
 
 

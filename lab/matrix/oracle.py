@@ -15,13 +15,15 @@ required (a loss the capture holds no trace of is `allowed`, never required):
   least one notification before the cut (with none, where progress started is unknown), or
   per-stream counter ids with at least two numbered events before the cut.
 
-Chunking and gzip never change the expected set.
+Chunking and gzip never change the expected set. The families outside the resume's answer
+(`FAMILIES`) answer every resume with the full replay, so what they expect is their own fault's
+detector plus what a full replay expects (replica, cut, constant ids).
 """
 
 from __future__ import annotations
 
 from lab.framework import Expected
-from lab.matrix.variants import AFTER_CUT, COUNTER_SCHEMES, MODERN_ERA, Variant
+from lab.matrix.variants import AFTER_CUT, COUNTER_SCHEMES, FAMILIES, MODERN_ERA, Variant
 
 #: Answers after which the client learns the cursor was not honoured and starts over.
 HONEST = frozenset({"404", "409", "honest-new", "honest-error"})
@@ -29,6 +31,8 @@ HONEST = frozenset({"404", "409", "honest-new", "honest-error"})
 ANSWERED_2XX = frozenset(
     {
         "full",
+        "after-delete",
+        "superseded",
         "answer-twice",
         "tail-unseen",
         "tail-seen",
@@ -41,7 +45,9 @@ ANSWERED_2XX = frozenset(
     }
 )
 #: Answers that replay the rest of the stream, its response included when owed.
-COMPLETE_OR_TAIL = frozenset({"full", "answer-twice", "tail-seen", "tail-unseen"})
+COMPLETE_OR_TAIL = frozenset(
+    {"full", "after-delete", "superseded", "answer-twice", "tail-seen", "tail-unseen"}
+)
 LOSS = ["lost-response", "causal-gap"]
 
 
@@ -75,10 +81,15 @@ def payloads_per_session(v: Variant) -> list[int]:
     full_call = v.seen + AFTER_CUT + 1  # a re-issued call runs to its end, no cut
     if v.era == MODERN_ERA:
         return [v.seen + full_call]  # one client key: the cut call and its re-issue
+    if v.answer == "carried-cursor":
+        return [v.seen, 0]  # the new session only sends the old cursor, refused
     first = (
         v.seen
         + {
             "full": AFTER_CUT + v.owed,
+            "after-delete": AFTER_CUT + v.owed,
+            "superseded": 1 + AFTER_CUT,  # the newer GET stream's message, then the replay
+            "response-on-get": 1 + AFTER_CUT + 1,  # the GET stream's message, the response
             "answer-twice": AFTER_CUT + 2,
             "tail-seen": AFTER_CUT + v.owed,
             "tail-unseen": AFTER_CUT - 2 + v.owed,
@@ -118,17 +129,21 @@ def expected(v: Variant) -> Expected:
         # The server ended the stream after `retry:`; the client came back at once.
         required.add("retry-violation")
     answer = v.answer
+    if answer in FAMILIES:
+        _family(v, required, any_of, allowed)
     if answer == "answer-twice":
         # One request id answered twice with different results, on its stream's incarnation.
         required.add("duplicate-response")
     elif answer == "tail-unseen":
         # Events the client never saw were evicted: the replay is a surviving tail.
         (required if skip_visible(v) else allowed).add("causal-gap")
-        if not v.owed and v.cursor == "lagging" and v.ids != "stream":
-            # The event read past the cursor was evicted too, and neither a response nor an id
-            # naming the stream ties the tail to it. A session-wide counter does not either: a
-            # fresh stream's ids also go on along it past the cursor, so on the wire the tail
-            # is a fresh answer.
+        if not v.owed and v.cursor == "lagging":
+            # The event read past the cursor was evicted too, and no response ties the tail to
+            # the stream. Nor do its ids: a session-wide counter's (`17`, `evt-000017`) go on
+            # past the cursor on a fresh stream as well, and `<stream>_<n>` reads the same as
+            # long as the GET stream is the session's only stream with ids: whether a prefix
+            # names the stream or the session shows only where another stream of the session
+            # carries ids of its own. On the wire the tail is a fresh answer.
             allowed.add("phantom-resume")
     elif answer in ("fresh", "restart", "other-payloads"):
         (required if due_visible(v) else allowed).add("phantom-resume")
@@ -168,6 +183,34 @@ def expected(v: Variant) -> Expected:
             # A replica other than the cursor's answered 2xx; only the header tells (§5).
             required.add("cross-replica-resume")
     return _expected(required, any_of, allowed)
+
+
+def _family(v: Variant, required: set[str], any_of: list[list[str]], allowed: set[str]) -> None:
+    """What a family's own fault expects (`FAMILIES`); its resume, if any, is a full replay."""
+    if v.answer == "after-delete":
+        # The DELETE was answered 2xx, and the resume after it too (§5).
+        required.add("resume-after-termination")
+    elif v.answer == "superseded" and v.ids == "constant":
+        # The newer stream issued the one id last, and a cursor resolves to its latest issue
+        # before the resume (§2): on the wire the client resumed the newer stream, which it
+        # had closed itself (no `retry:` wait owed either).
+        required.discard("retry-violation")
+        allowed.update({"superseded-stream", "retry-violation"})
+    elif v.answer == "superseded":
+        # The client resumed the older GET stream after a newer one replaced it (§5).
+        required.add("superseded-stream")
+    elif v.answer == "carried-cursor":
+        # A cursor only the old session issued, sent in the new one (§5: which session).
+        required.add("stale-cursor")
+        if v.owed:
+            # The client left the old session with the call's stream cut, resumed it nowhere
+            # and cancelled nothing: its response never came (§5 `lost-response`).
+            any_of.append(LOSS)
+        else:
+            allowed.add("causal-gap")  # what the GET stream carried after the cut never came
+    else:
+        # The GET stream opened a stream of its own; the response belongs on the POST's (§1).
+        required.add("response-on-get-stream")
 
 
 def _expected(required: set[str], any_of: list[list[str]], allowed: set[str]) -> Expected:

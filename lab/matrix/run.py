@@ -7,13 +7,17 @@ variants' calls compare equal. The capture is analyzed once; findings go to vari
 `session` key, which holds the variant's name. Each variant is judged with `lab.verdict.judge`
 against `lab.matrix.oracle.expected`, and the confusion table counts, per detector: required and
 fired, required and silent (a miss), forbidden and fired (a false alarm: medium or above, or
-any resumption finding on a variant that expects nothing).
+any resumption finding on a variant that expects nothing). A required detector about the
+faulted stream itself (`CITE_FAULTED`) that fired only on other streams of the session counts
+as silent: it did not see the fault (the faulted stream is read from the capture,
+`faulted_streams`).
 
 Variants share one capture, so nothing one does may read as another's: each has its own
 clientInfo (the client of `repeated-tool-call`'s "next session" is its own re-initialization),
-its own tool arguments (no repeat across variants), and never carries a cursor into another
-session (`stale-cursor`); ids are random or per-session counters, which `cross-session-replay`
-leaves alone. The constant-id scheme shares its one id across sessions, as such a server would.
+its own tool arguments (no repeat across variants), and carries a cursor into another session
+(`stale-cursor`) only in the `carried-cursor` family, into its own next session; ids are random
+or per-session counters, which `cross-session-replay` leaves alone. The constant-id scheme
+shares its one id across sessions, as such a server would.
 
     <out>/capture/      the one capture     <out>/matrix.json   every variant, expected, found
     <out>/logs/         server and proxy    <out>/lab.json      processes started
@@ -42,12 +46,29 @@ from lab.matrix.variants import Variant
 from lab.verdict import Verdict, judge
 
 CONCURRENCY = 6
-VARIANT_TIMEOUT_S = 30.0
+#: A variant's budget: an early cut answered with nothing waits the long retry four times.
+VARIANT_TIMEOUT_S = 60.0
 ANALYZE_TIMEOUT_S = 600.0
 VARIANT_IN_SESSION = re.compile(r"mx-[0-9a-f]{8}")
 EXIT_OK, EXIT_FINDINGS, EXIT_LAB_ERROR = 0, 1, 2
 #: Variants a capture holds at most (`run_batches`).
 BATCH = 500
+#: Detectors whose findings are about the faulted stream itself: a required one must name it
+#: in `stream_ids` (DESIGN.md §5 evidence), not only fire somewhere in the session.
+CITE_FAULTED = frozenset(
+    {
+        "causal-gap",
+        "counter-reset",
+        "cross-replica-resume",
+        "duplicate-response",
+        "lost-response",
+        "phantom-resume",
+        "resume-loop",
+        "retry-violation",
+        "superseded-stream",
+        "response-on-get-stream",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +79,17 @@ class Outcome:
     expected: Expected
     verdict: Verdict | None = None
     error: str | None = None
+    #: required detectors (`any_of` groups as `a|b`) that fired, never on the faulted stream
+    uncited: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Judged, and no miss, false alarm or uncited detection (evidence ids are not part of
+        the matrix's oracle: it names detectors and the faulted stream, not ids)."""
+        verdict = self.verdict
+        return verdict is not None and not (
+            verdict.missing or verdict.unmet_any_of or verdict.unexpected or self.uncited
+        )
 
 
 @dataclass
@@ -87,13 +119,14 @@ def confusion(outcomes: Iterable[Outcome]) -> dict[str, Counts]:
             continue
         for det in outcome.expected.required:
             row = table.setdefault(det, Counts())
-            if det in verdict.found:
+            if det in verdict.found and det not in outcome.uncited:
                 row.fired += 1
             else:
                 row.silent += 1
         for group in outcome.expected.any_of:
-            row = table.setdefault("|".join(group), Counts())
-            if any(det in verdict.found for det in group):
+            name = "|".join(group)
+            row = table.setdefault(name, Counts())
+            if any(det in verdict.found for det in group) and name not in outcome.uncited:
                 row.fired += 1
             else:
                 row.silent += 1
@@ -126,12 +159,12 @@ def render(result: MatrixResult, *, seed: int) -> str:
     ]
     for det, row in confusion(outcomes).items():
         lines.append(f"{det:<34} {row.fired:>15} {row.silent:>16} {row.false_alarm:>16}")
-    problems = [o for o in outcomes if o.verdict is not None and not _judged_ok(o.verdict)]
+    problems = [o for o in outcomes if o.verdict is not None and not o.ok]
     if problems:
         lines += ["", "misses and false alarms:"]
         for outcome in problems:
             assert outcome.verdict is not None
-            what = "; ".join(_problems(outcome.verdict))
+            what = "; ".join(_problems(outcome))
             lines.append(f"  {outcome.variant.name} {what}")
             lines.append(f"      {outcome.variant.axes_text()}")
             lines.append(f"      found: {outcome.verdict.found_text()}")
@@ -148,16 +181,76 @@ def render(result: MatrixResult, *, seed: int) -> str:
     return "\n".join(lines)
 
 
-def _judged_ok(verdict: Verdict) -> bool:
-    # Evidence ids are not part of the matrix's oracle (it names detectors, not ids).
-    return not (verdict.missing or verdict.unmet_any_of or verdict.unexpected)
-
-
-def _problems(verdict: Verdict) -> list[str]:
+def _problems(outcome: Outcome) -> list[str]:
+    verdict = outcome.verdict
+    assert verdict is not None
     out = [f"MISS {det}" for det in verdict.missing]
     out += [f"MISS {' or '.join(group)}" for group in verdict.unmet_any_of]
+    out += [f"MISS {det.replace('|', ' or ')} on the faulted stream" for det in outcome.uncited]
     out += [f"FALSE ALARM {det} ({sev.value})" for det, sev in verdict.unexpected.items()]
     return out
+
+
+def uncited(
+    wanted: Expected, findings: Sequence[Mapping[str, object]], stream: str | None
+) -> tuple[str, ...]:
+    """The required detectors of `CITE_FAULTED` (and `any_of` groups of them, as `a|b`) that
+    fired but named `stream`, the faulted stream, in no finding (none when it is unknown)."""
+    if stream is None:
+        return ()
+
+    def fired(det: str, *, citing: bool) -> bool:
+        return any(
+            f["detector"] == det and (not citing or stream in _ids(f, "stream_ids"))
+            for f in findings
+        )
+
+    out = [
+        det
+        for det in wanted.required
+        if det in CITE_FAULTED and fired(det, citing=False) and not fired(det, citing=True)
+    ]
+    for group in wanted.any_of:
+        if not CITE_FAULTED.issuperset(group):
+            continue
+        if any(fired(d, citing=False) for d in group) and not any(
+            fired(d, citing=True) for d in group
+        ):
+            out.append("|".join(group))
+    return tuple(out)
+
+
+def _ids(finding: Mapping[str, object], key: str) -> list[str]:
+    ids = finding.get(key)
+    return [str(i) for i in ids] if isinstance(ids, list) else []
+
+
+def faulted_streams(capture: Path, variants: Sequence[Variant]) -> dict[str, str]:
+    """Per variant name, the flow id of the stream its fault hits, read from the capture's
+    requests: in its first session (`<name>-1`), the first `tools/call` POST, or, for a
+    GET-stream variant and `response-on-get`, the first GET without `Last-Event-ID` (the
+    second for `superseded` with one constant id: the cursor resolves to its latest issue,
+    the newer stream's, DESIGN.md §2). 2026 variants, whose sessions carry no id, have none."""
+    on_get = {v.name for v in variants if not v.owed or v.answer == "response-on-get"}
+    skip = {v.name: 1 for v in variants if v.answer == "superseded" and v.ids == "constant"}
+    found: dict[str, str] = {}
+    for path in sorted(capture.glob("capture-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("kind") != "request":
+                continue
+            headers = {str(k).lower(): str(v) for k, v in record.get("headers") or []}
+            name, _, k = headers.get("mcp-session-id", "").rpartition("-")
+            if k != "1" or name in found or "last-event-id" in headers:
+                continue
+            if name in on_get:
+                hit = record.get("method") == "GET" and skip.pop(name, 0) == 0
+            else:
+                body = (record.get("body") or {}).get("text") or ""
+                hit = record.get("method") == "POST" and '"tools/call"' in body
+            if hit:
+                found[name] = str(record["flow"])
+    return found
 
 
 def attribute(
@@ -209,13 +302,16 @@ def run_matrix(variants: Sequence[Variant], out_dir: Path) -> MatrixResult:
         ctx.stop_all()
     findings = analyze(ctx.capture_dir)
     owned, rest = attribute(variants, findings)
+    faulted = faulted_streams(ctx.capture_dir, variants)
     outcomes = []
     for variant in variants:
         wanted = expected(variant)
         if variant.name in errors:
             outcomes.append(Outcome(variant, wanted, error=errors[variant.name]))
-        else:
-            outcomes.append(Outcome(variant, wanted, verdict=judge(wanted, owned[variant.name])))
+            continue
+        mine = owned[variant.name]
+        missed = uncited(wanted, mine, faulted.get(variant.name))
+        outcomes.append(Outcome(variant, wanted, verdict=judge(wanted, mine), uncited=missed))
     result = MatrixResult(outcomes, rest, round(time.monotonic() - began, 1))
     _write_record(out_dir, result, owned)
     return result
@@ -272,7 +368,8 @@ def _write_record(
                 "expected": o.expected.to_json(),
                 "error": o.error,
                 "found": {d: s.value for d, s in (o.verdict.found if o.verdict else {}).items()},
-                "ok": o.verdict is not None and _judged_ok(o.verdict),
+                "ok": o.ok,
+                "uncited": list(o.uncited),
                 "findings": [
                     {k: f.get(k) for k in ("detector", "severity", "session", "title")}
                     for f in owned.get(o.variant.name, [])

@@ -26,6 +26,11 @@ Per session it does what the variant says (`lab.matrix.variants`):
 - the body written one event a chunk, all ready events in one chunk, each event cut in two
   mid-line, or gzip-compressed (`Content-Encoding: gzip`, flushed per event).
 
+The families outside the resume's answer (`lab.matrix.variants.FAMILIES`) answer every resume
+with the full replay; `after-delete` answers DELETE 200 and keeps the session, and
+`response-on-get` ends the call's stream without its response and writes the response on the
+session's standalone GET stream instead (the one cut-free call of its kind).
+
 Later calls of a session run to their end with no cut (a re-issue after the fault).
 
     python -m lab.matrix.server --port 8001
@@ -132,6 +137,8 @@ class Session:
     ids: IdScheme
     cut: CutStream | None = None
     calls: int = 0
+    get_tag: str = ""  # the stream part of the standalone GET stream's ids
+    get_feed: asyncio.Queue[Frame] = field(default_factory=asyncio.Queue)
 
     def open_frames(self, stream: str) -> list[Frame]:
         """A new stream's opening: its priming event, in the era that has one."""
@@ -143,7 +150,8 @@ class Session:
 
 class SseBody:
     """An ASGI response writing frames as SSE in the variant's chunking; with `hold`, it keeps
-    the connection open after them until the client leaves (the cut)."""
+    the connection open after them until the client leaves (the cut), writing what `feed`
+    brings meanwhile."""
 
     def __init__(
         self,
@@ -152,8 +160,10 @@ class SseBody:
         chunking: str,
         headers: dict[str, str],
         hold: CutStream | None = None,
+        feed: asyncio.Queue[Frame] | None = None,
     ) -> None:
         self.frames = frames
+        self.feed = feed
         self.chunking = chunking
         self.headers = [(b"content-type", b"text/event-stream")]
         self.headers += [(k.encode(), v.encode()) for k, v in headers.items()]
@@ -161,8 +171,8 @@ class SseBody:
             self.headers.append((b"content-encoding", b"gzip"))
         self.hold = hold
 
-    def pieces(self) -> list[bytes]:
-        encoded = [frame.encode() for frame in self.frames]
+    def pieces(self, frames: list[Frame]) -> list[bytes]:
+        encoded = [frame.encode() for frame in frames]
         if self.chunking == "several":
             return [b"".join(encoded)] if encoded else []
         if self.chunking == "midline":
@@ -177,14 +187,25 @@ class SseBody:
         await send({"type": "http.response.start", "status": 200, "headers": self.headers})
         left = asyncio.ensure_future(_disconnected(receive))
         gzip = zlib.compressobj(wbits=31) if self.chunking == "gzip" else None
-        try:
-            for piece in self.pieces():
+
+        async def write(frames: list[Frame]) -> None:
+            for piece in self.pieces(frames):
                 if gzip is not None:
                     piece = gzip.compress(piece) + gzip.flush(zlib.Z_SYNC_FLUSH)
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
                 if self.chunking == "midline":
                     await asyncio.sleep(0.01)  # so the two halves leave as two writes
+
+        try:
+            await write(self.frames)
             if self.hold is not None:
+                while self.feed is not None:
+                    fed = asyncio.ensure_future(self.feed.get())
+                    await asyncio.wait((fed, left), return_when=asyncio.FIRST_COMPLETED)
+                    if not fed.done():
+                        fed.cancel()
+                        break
+                    await write([fed.result()])
                 await left  # the client closes the connection: the cut
                 return
             tail = gzip.flush() if gzip is not None else b""
@@ -323,8 +344,13 @@ class MatrixServer:
         text = f"{variant.tool} done: {variant.name} call {session.calls}"
         result = {"content": [{"type": "text", "text": text}], "isError": False}
         response = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        if variant.answer == "response-on-get" and session.calls == 1:
+            # The fault: the call's stream ends without its response, which the standalone
+            # GET stream carries instead (DESIGN.md §1: it MUST NOT).
+            session.get_feed.put_nowait(session.message(session.get_tag, response))
+            return self.body(session, frames)
         frames.append(session.message(tag, response))
-        if variant.name not in self.cut_done:
+        if variant.name not in self.cut_done and variant.answer != "response-on-get":
             return self.cut(session, frames, tag)
         return self.body(session, frames)
 
@@ -336,7 +362,7 @@ class MatrixServer:
         if session.variant.cut == "client":
             return self.body(session, frames[:written], hold=session.cut)
         # The server ends the response after a `retry:` on its priming event (2025-11-25).
-        first = dataclasses.replace(frames[0], retry=RETRY_MS)
+        first = dataclasses.replace(frames[0], retry=RETRY_MS[session.variant.cut])
         session.cut.gone.set()
         return self.body(session, [first, *frames[1:written]])
 
@@ -354,10 +380,13 @@ class MatrixServer:
                 frames = session.open_frames(tag)
                 frames += self.messages(session, tag, None, session.variant.seen + AFTER_CUT)
                 return self.cut(session, frames, tag)
-            return self.body(
-                session,
+            session.get_tag = tag
+            return SseBody(
                 [*session.open_frames(tag), self.opened(session, tag)],
+                chunking=session.variant.chunking,
+                headers=self.headers(session),
                 hold=CutStream([], 0),
+                feed=session.get_feed,
             )
         return await self.resume(session, cursor)
 
@@ -384,7 +413,7 @@ class MatrixServer:
         after = [frame for frame in cut.frames[positions[-1] + 1 :] if not frame.priming]
         answer = session.variant.answer
         log.info("%s: resume from %s answered %s", session.key, cursor, answer)
-        if answer in ("full", "tail-seen"):
+        if answer in ("full", "tail-seen", "after-delete", "superseded"):
             return self.body(session, after, resume=True)
         if answer == "answer-twice":
             # The tool ran again: a second, different result to the same request id.
@@ -433,8 +462,12 @@ class MatrixServer:
         session_or_refusal = self.session_of(request, {})
         if isinstance(session_or_refusal, Response):
             return session_or_refusal
-        self.sessions.pop(session_or_refusal.key, None)
-        return Response(status_code=200, headers=self.headers(session_or_refusal))
+        session = session_or_refusal
+        if session.variant.answer != "after-delete":
+            # The fault of `after-delete`: the DELETE is answered 2xx, and the session lives on
+            # (another replica never heard of its termination).
+            self.sessions.pop(session.key, None)
+        return Response(status_code=200, headers=self.headers(session))
 
     def session_of(self, request: Request, params: Json) -> Session | Response:
         """The request's session: `Mcp-Session-Id`, or in 2026 the clientInfo of `_meta`."""

@@ -4,8 +4,12 @@ A variant is one session's wire choices around one cut: the client reads `seen` 
 stream (a `tools/call` stream whose response is still owed, or the standalone GET stream, which
 owes none), closes the connection, and resumes with `Last-Event-ID`; the server answers the
 resume as `answer` says. The 2026-07-28 era has no resume: its client re-issues the call under a
-new id (`answer="reissue"`). Combinations a protocol cannot produce are not variants (`valid`):
-a cursor needs an event id before the cut, so eras without a priming event need `seen >= 1`.
+new id (`answer="reissue"`). Four families put the fault elsewhere than in the resume's answer
+(`FAMILIES`, drawn in turn with the answers): the client resumes after its session was
+DELETEd, resumes a GET stream after opening a newer one, or carries its cursor into a new
+session, or the server delivers a POST's response on the GET stream. Combinations a protocol
+cannot produce are not variants (`valid`): a cursor needs an event id before the cut, so eras
+without a priming event need `seen >= 1`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,15 @@ ANSWERS = (
     "honest-error",  # 400 telling the client to re-establish without Last-Event-ID
 )
 REISSUE = "reissue"  # 2026-07-28: no resume; the client re-issues under a new id
+#: Faults outside the resume's answer (each resume in them is answered with the full replay).
+FAMILIES = (
+    "after-delete",  # the client DELETEs the session, which lives on, then resumes
+    "superseded",  # the client opens a newer GET stream, then resumes the older one
+    "carried-cursor",  # the client re-initializes and sends its old cursor in the new session
+    "response-on-get",  # the call's stream ends without its response; the GET stream carries it
+)
+#: Every kind of fault, in the order `sample` draws them.
+KINDS = (*ANSWERS, REISSUE, *FAMILIES)
 #: Whose cursor the client resumes from: the last id it read, or the one before (it had not
 #: handled the last message when the connection went).
 CURSORS = ("last", "lagging")
@@ -58,8 +71,11 @@ TOOLS = ("create_ticket", "slow_report")
 #: Who cuts the stream: the client closes it; or the server ends it after `retry:` (2025-11-25)
 #: and the client waits that long before it resumes; or resumes at once (too early).
 CUTS = ("client", "server", "early")
-#: The `retry:` (ms) a server that ends the stream sends on its priming event.
-RETRY_MS = 250
+#: The `retry:` (ms) a server that ends the stream sends on its priming event, by cut: short
+#: where the client waits it (a later resume is never wrong), long where it comes back at once,
+#: so that "at once" stays inside it on a loaded machine (a prompt resume through the proxy
+#: has come more than a second after the end there; `retry-violation` flags under 90%).
+RETRY_MS = {"server": 250, "early": 4000}
 #: Messages the stream carries after the cut, before its response.
 AFTER_CUT = 4
 
@@ -124,7 +140,7 @@ def valid(v: Variant) -> bool:
         (v.ids, ID_SCHEMES),
         (v.seen, SEEN),
         (v.progress, PROGRESS),
-        (v.answer, (*ANSWERS, REISSUE)),
+        (v.answer, KINDS),
         (v.owed, (True, False)),
         (v.cursor, CURSORS),
         (v.replica, REPLICAS),
@@ -145,6 +161,14 @@ def valid(v: Variant) -> bool:
         )
     if v.answer == REISSUE:
         return False
+    if v.answer == "superseded" and v.owed:
+        return False  # a newer GET stream replaces only a GET stream
+    if v.answer == "carried-cursor" and v.cut != "client":
+        return False  # no resume in the cursor's own session, so no wait to honour
+    if v.answer == "response-on-get" and (
+        not v.owed or (v.cursor, v.cut, v.replica) != ("last", "client", "same")
+    ):
+        return False  # no cut, no resume: only the call and the GET stream
     if v.cut != "client" and not v.priming:
         return False  # the `retry:` rides on the priming event
     if not v.owed and (v.progress != "none" or v.tool != "slow_report"):
@@ -166,7 +190,7 @@ def _axes() -> tuple[tuple[object, ...], ...]:
         ID_SCHEMES,
         SEEN,
         PROGRESS,
-        (*ANSWERS, REISSUE),
+        KINDS,
         (True, False),
         CURSORS,
         REPLICAS,
@@ -188,12 +212,11 @@ def all_variants() -> Iterator[Variant]:
 def sample(count: int, seed: int) -> list[Variant]:
     """`count` distinct valid variants, the same for the same seed.
 
-    Stratified on the fault: the i-th variant's resume answer (or the 2026 re-issue) is the
-    i-th of the answer kinds in turn, so a small sample still covers every kind; the other
+    Stratified on the fault: the i-th variant's resume answer (the 2026 re-issue, a family) is
+    the i-th of `KINDS` in turn, so a sample of `len(KINDS)` covers every kind; the other
     axes are drawn uniformly among the combinations that stay valid.
     """
     rng = random.Random(seed)
-    kinds = (*ANSWERS, REISSUE)
     chosen: list[Variant] = []
     names: set[str] = set()
     attempts = 0
@@ -201,12 +224,15 @@ def sample(count: int, seed: int) -> list[Variant]:
         attempts += 1
         if attempts > 1000 * max(count, 1):
             raise ValueError(f"cannot draw {count} distinct variants")
-        kind = kinds[len(chosen) % len(kinds)]
+        kind = KINDS[len(chosen) % len(KINDS)]
         values = [rng.choice(axis) for axis in _axes()]
         values[3] = kind
         if kind == REISSUE:
             values[4], values[5], values[6], values[7] = True, "last", "same", MODERN_ERA
             values[10] = "client"
+        elif kind == "response-on-get":
+            values[4], values[5], values[6], values[10] = True, "last", "same", "client"
+            values[7] = rng.choice(SESSIONED_ERAS)
         else:
             values[7] = rng.choice(SESSIONED_ERAS)
         if values[4] is False:

@@ -58,6 +58,21 @@ def fresh_stream_further_along_the_counter(c: Capture) -> None:
     s.resume("3", prime("7"), note("8", "opened"))
 
 
+def tail_past_a_lagging_cursor_on_the_only_stream_with_ids(c: Capture) -> None:
+    # `<stream>_<n>` or a session-wide counter: with one stream, the wire cannot tell.
+    s = Session(c, "S1")
+    s.get(prime("g_1"), note("g_2", "note 1"), note("g_3", "note 2"))
+    s.resume("g_2", note("g_6", "note 5"), note("g_7", "note 6"))
+
+
+def tail_on_a_prefix_the_other_stream_shares(c: Capture) -> None:  # a session-wide counter
+    s = Session(c, "S1")
+    s.call(2, prime("evt-1"), note("evt-2", "step 1"), event(res(2, content=[]), id="evt-3"),
+           end="complete")  # fmt: skip
+    s.get(prime("evt-4"), note("evt-5", "note 1"), note("evt-6", "note 2"))
+    s.resume("evt-5", note("evt-9", "note 4"), note("evt-10", "note 5"))
+
+
 FLAGGED = {
     "fresh stream under the old cursor (replica b)": (
         fresh_stream_under_the_old_cursor, ["e2", "e3", "e4", "e1"], ["4"]),
@@ -71,6 +86,10 @@ FLAGGED = {
         counter_continuation_ended_without_the_response, ["e3", "e4", "e5"], ["3"]),
     "fresh stream further along the counter": (
         fresh_stream_further_along_the_counter, ["3", "7", "8"], ["3"]),
+    "tail past a lagging cursor on the only stream with ids": (
+        tail_past_a_lagging_cursor_on_the_only_stream_with_ids, ["g_2", "g_3", "g_6", "g_7"], []),
+    "tail on a prefix the other stream shares": (
+        tail_on_a_prefix_the_other_stream_shares, ["evt-5", "evt-6", "evt-9", "evt-10"], []),
 }  # fmt: skip
 MEDIUM = {"counter continuation ended without the response",
           "fresh stream further along the counter"}  # fmt: skip
@@ -146,6 +165,14 @@ def surviving_tail_with_the_response(c: Capture) -> None:  # causal-gap's: S's o
     s.resume(U[0], note(U[3], "step 5"), event(res(3, content=[]), id=U[4]))
 
 
+def tail_on_ids_naming_the_stream(c: Capture) -> None:  # causal-gap's: a replay with a gap
+    s = Session(c, "S1")
+    s.call(2, prime("p_1"), note("p_2", "step 1"), event(res(2, content=[]), id="p_3"),
+           end="complete")  # fmt: skip
+    s.get(prime("g_1"), note("g_2", "note 1"), note("g_3", "note 2"))
+    s.resume("g_2", note("g_6", "note 5"), note("g_7", "note 6"))
+
+
 def resume_answered_404(c: Capture) -> None:
     s = Session(c, "S1")
     s.call(2, prime("e1"), progress("e2", 1), progress("e3", 2))
@@ -162,6 +189,9 @@ CLEAN = {
     "resume answered 404": resume_answered_404,
     "counter continuation cut short": counter_continuation_cut_short,
     "surviving tail with the response": surviving_tail_with_the_response,
+    "tail on ids naming the stream (another stream has its own prefix)": (
+        tail_on_ids_naming_the_stream
+    ),
 }
 
 

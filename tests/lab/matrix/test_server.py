@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import zlib
 
 import anyio
 import pytest
 
-from lab.matrix.server import Frame, IdScheme, SseBody
+from lab.matrix.server import CutStream, Frame, IdScheme, SseBody
 
 PATTERNS = {
     "counter": r"[1-9]\d*",
@@ -75,3 +76,33 @@ def test_chunkings_carry_the_same_stream(chunking: str) -> None:
     assert len(pieces) == expected_count
     if chunking == "midline":
         assert not any(piece.endswith(b"\n") for piece in pieces[::2])
+
+
+async def _held_and_fed() -> tuple[bytes, bool]:
+    feed: asyncio.Queue[Frame] = asyncio.Queue()
+    left = asyncio.Event()
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    hold = CutStream([], 0)
+    body = SseBody(FRAMES[:1], chunking="one", headers={}, hold=hold, feed=feed)
+    task = asyncio.ensure_future(body({}, receive, send))
+    await asyncio.sleep(0.05)
+    feed.put_nowait(FRAMES[2])  # the response of `response-on-get`, written while held
+    await asyncio.sleep(0.05)
+    left.set()
+    await asyncio.wait_for(task, 2)
+    data = b"".join(m["body"] for m in sent if m["type"] == "http.response.body")  # type: ignore[misc]
+    return data, hold.gone.is_set()
+
+
+def test_a_held_body_writes_what_its_feed_brings_until_the_client_leaves() -> None:
+    data, gone = asyncio.run(_held_and_fed())
+    assert data == FRAMES[0].encode() + FRAMES[2].encode()
+    assert gone

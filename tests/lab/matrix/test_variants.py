@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from lab.matrix.variants import (
-    ANSWERS,
     CHUNKINGS,
     ERAS,
     ID_SCHEMES,
+    KINDS,
     MODERN_ERA,
     REISSUE,
     Variant,
@@ -55,6 +55,15 @@ BASE = Variant(
         ({"cut": "early"}, True),
         ({"cut": "server", "era": "2025-03-26"}, False),  # the retry rides on a priming event
         ({"answer": "stall", "era": "2025-06-18"}, False),  # no priming: the same as empty
+        ({"answer": "after-delete", "cut": "early"}, True),
+        ({"answer": "superseded"}, False),  # a newer GET stream replaces only a GET stream
+        ({"answer": "superseded", "owed": False, "progress": "none"}, True),
+        ({"answer": "carried-cursor", "replica": "other"}, True),
+        ({"answer": "carried-cursor", "cut": "server"}, False),  # no resume of its own to wait
+        ({"answer": "response-on-get"}, True),
+        ({"answer": "response-on-get", "cursor": "lagging"}, False),  # no cut, no cursor
+        ({"answer": "response-on-get", "owed": False, "progress": "none"}, False),
+        ({"answer": "after-delete", "era": MODERN_ERA}, False),  # 2026 has no session
     ],
 )
 def test_valid(change: dict[str, object], ok: bool) -> None:
@@ -80,7 +89,7 @@ def test_generator_walks_every_axis_value_and_only_valid_variants() -> None:
     assert all(valid(v) for v in variants)
     assert len(set(variants)) == len(variants)
     assert {v.ids for v in variants} == set(ID_SCHEMES)
-    assert {v.answer for v in variants} == {*ANSWERS, REISSUE}
+    assert {v.answer for v in variants} == set(KINDS)
     assert {v.era for v in variants} == set(ERAS)
     assert {v.chunking for v in variants} == set(CHUNKINGS)
     assert {v.seen for v in variants} == {0, 1, 2, 5}
@@ -92,8 +101,8 @@ def test_sample_is_deterministic_per_seed() -> None:
     assert sample(10, 5) == sample(30, 5)[:10]
 
 
-def test_sample_is_distinct_valid_and_covers_every_answer() -> None:
-    drawn = sample(len(ANSWERS) + 1, 11)
+def test_sample_is_distinct_valid_and_covers_every_kind() -> None:
+    drawn = sample(len(KINDS), 11)
     assert all(valid(v) for v in drawn)
     assert len({v.name for v in drawn}) == len(drawn)
-    assert {v.answer for v in drawn} == {*ANSWERS, REISSUE}
+    assert [v.answer for v in drawn] == list(KINDS)
