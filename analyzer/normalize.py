@@ -307,8 +307,90 @@ class _Described(NamedTuple):
     tools: tuple[_ToolRow, ...]
 
 
+# Methods whose params `_describe` reads beyond a progress notification's: left to it.
+_DESCRIBED_PARAMS: Final = frozenset({"tools/call", "initialize", "notifications/cancelled"})
+_MISSING: Final = object()
+_BOM: Final = b"\xef\xbb\xbf"
+# The kinds' texts (an enum member's `.value` is a property call).
+_REQUEST: Final = Kind.REQUEST.value
+_NOTIFICATION: Final = Kind.NOTIFICATION.value
+_RESPONSE: Final = Kind.RESPONSE.value
+
+
+def _describe_plain(raw: bytes) -> _Described | None:
+    """`_describe_payload(raw)` for the messages nearly all traffic is made of, else None.
+
+    Plain: one JSON object of JSON-RPC 2.0 with an int or string id (or none), no float, no
+    character past U+FFFF, and nothing `_describe` reads but a progress notification's params
+    and a response's result fields (no `_meta`, no listed tools). Everything else, the batches
+    and the invalid included, takes the general way, which stays the reference
+    (tests/test_normalize.py checks both give the same on random payloads).
+    """
+    if raw.startswith(_BOM):
+        return None
+    try:
+        value = orjson.loads(raw)
+        compact = orjson.dumps(value, option=_SORT_KEYS)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if type(value) is not dict or value.get("jsonrpc") != "2.0" or may_hold_float(compact):
+        return None
+    if not compact.isascii() and _ASTRAL.search(compact) is not None:
+        return None
+    raw_id = value.get("id", _MISSING)
+    if type(raw_id) is int:
+        rpc_id: str | None = int.__repr__(raw_id)
+    elif type(raw_id) is str:
+        rpc_id = canonical_json(raw_id)
+    elif raw_id is _MISSING:
+        rpc_id = None
+    else:
+        return None
+    method = value.get("method", _MISSING)
+    has_result = "result" in value
+    token = protocol_version = None
+    progress: float | None = None
+    input_required = is_error = None
+    if type(method) is str:
+        params = value.get("params")
+        if has_result or "error" in value or method in _DESCRIBED_PARAMS:
+            return None
+        if type(params) is dict:
+            if "_meta" in params:
+                return None
+            if method == "notifications/progress":
+                token, progress = _progress(params)
+        elif params is not None:
+            return None
+        kind = _REQUEST if rpc_id is not None else _NOTIFICATION
+    elif method is not _MISSING or rpc_id is None or not has_result or "error" in value:
+        return None
+    else:
+        kind = _RESPONSE
+        method = None
+        result = value["result"]
+        if type(result) is dict:
+            if "tools" in result:
+                return None
+            pv = result.get("protocolVersion")
+            protocol_version = pv if type(pv) is str else None
+            input_required = result.get("resultType") == "input_required" or bool(
+                result.get("inputRequests")
+            )
+            is_error = result.get("isError") is True
+    raw_hash = _raw_hash(raw)
+    payload_hash = raw_hash if compact == raw else hashlib.sha256(compact).hexdigest()[:16]
+    row: _MsgRow = (None, kind, rpc_id, method, None, payload_hash, None, None, None,
+                    input_required, is_error, None, protocol_version, None, None, token,
+                    progress)  # fmt: skip
+    return _Described(kind, protocol_version, raw_hash, len(raw), payload_hash, (row,), ())
+
+
 def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
     """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
+    plain = _describe_plain(raw)
+    if plain is not None:
+        return plain
     raw_hash = _raw_hash(raw)
     top, compact = classify_sorted(raw if text is None else text)
     if top.reason in _UNPARSED:
