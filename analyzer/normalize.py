@@ -740,33 +740,44 @@ class Normalizer:
         """What `_event` derives from the data of "message" events, for many at once; an
         empty buffer (an id-only event) has no payload."""
         memo = self._memo
-        data_hash: list[str | None] = []
-        data_bytes: list[int] = []
-        payload_hash: list[str | None] = []
-        versions: list[str | None] = []
-        messages: list[tuple[Any, ...]] = []
-        tools: list[tuple[Any, ...]] = []
-        for index, data in enumerate(datas):
+        described: list[_Described | None] = []
+        keep = described.append
+        for data in datas:
             if not data:
-                data_hash.append(None)
-                data_bytes.append(0)
-                payload_hash.append(None)
-                versions.append(None)
+                keep(None)
                 continue
-            described = memo.get(data)
-            if described is None:
-                described = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
+            found = memo.get(data)
+            if found is None:
+                found = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
                 if len(memo) >= _MEMO_MAX:
                     memo.clear()
-                memo[data] = described
-            data_hash.append(described.data_hash)
-            data_bytes.append(described.data_bytes)
-            payload_hash.append(described.payload_hash)
-            versions.append(described.result_version)
-            for row in described.rows:
-                messages.append((index, *row[:6], described.data_hash, *row[6:]))
-            for tool in described.tools:
-                tools.append((index, *tool))
+                memo[data] = found
+            keep(found)
+        # Columns by comprehension and `zip`, not a tuple a row: one payload is one row but
+        # for a batch.
+        data_hash = [None if d is None else d.data_hash for d in described]
+        data_bytes = [0 if d is None else d.data_bytes for d in described]
+        payload_hash = [None if d is None else d.payload_hash for d in described]
+        versions = [None if d is None else d.result_version for d in described]
+        present = [(i, d) for i, d in enumerate(described) if d is not None]
+        rows = [row for _, d in present for row in d.rows]
+        # A message row is all of `_BULK_MESSAGE_COLUMNS` but the carrier's `data_hash`.
+        row_columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [
+            () for _ in range(len(_BULK_MESSAGE_COLUMNS) - 1)
+        ]
+        messages: list[Sequence[Any]] = [
+            [i for i, d in present for _ in d.rows],
+            *row_columns[:6],
+            [d.data_hash for _, d in present for _ in d.rows],
+            *row_columns[6:],
+        ]
+        listed = [(i, tool) for i, d in present for tool in d.tools]
+        tools: list[Sequence[Any]] = [[i for i, _ in listed]]
+        tools.extend(
+            zip(*(tool for _, tool in listed), strict=True)
+            if listed
+            else ([] for _ in _BULK_TOOL_COLUMNS)
+        )
         message_schema = pl.Schema(
             [
                 ("event", pl.Int64()),
@@ -781,8 +792,8 @@ class Normalizer:
             data_bytes,
             payload_hash,
             versions,
-            _frame(message_schema, list(zip(*messages, strict=True)) or [[]] * len(message_schema)),
-            _frame(tool_schema, list(zip(*tools, strict=True)) or [[]] * len(tool_schema)),
+            _frame(message_schema, messages),
+            _frame(tool_schema, tools),
         )
 
     def take_run(self, flow_id: str, run: SseRun) -> tuple[int, int, str] | None:

@@ -83,8 +83,9 @@ def read_chunks(lines: Sequence[bytes]) -> tuple[pl.DataFrame, list[int]]:
     frame = pl.concat(pieces) if pieces else pl.DataFrame(schema=_READ_SCHEMA)
     if frame.height == 0:
         return EMPTY_CHUNKS, list(range(len(lines)))
-    text = pl.Series(
-        "raw", b"\n".join(lines[i] for i in frame["line"]).decode("utf-8", "replace").split("\n")
+    # The lines as text without a Python str each (a line that is no UTF-8 is null: not taken).
+    text = pl.Series("raw", [lines[i] for i in frame["line"].to_list()], dtype=pl.Binary).cast(
+        pl.String, strict=False
     )
     line = pl.col("raw")
     taken = (
