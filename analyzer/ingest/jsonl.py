@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -71,7 +70,6 @@ __all__ = [
 # Below this much input a process pool costs more (interpreter start, imports) than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
 _READ_BLOCK = 16 << 20
-_FLOW_KEY = b'"flow":'
 
 
 @dataclass(frozen=True)
@@ -92,22 +90,6 @@ class _Result:
     records: int
     runs: dict[str, RunState]
     bytes_read: int
-
-
-def _route(line: bytes, parts: int) -> int:
-    """The worker owning a line: by a stable hash of its flow id, 0 when it has none."""
-    i = line.find(_FLOW_KEY)
-    if i < 0:
-        return 0
-    # Inside a JSON string every '"' is escaped, so an unescaped `"flow":` is the record's
-    # own top-level key (no nested object of schema 1 has a "flow" member).
-    j = i + len(_FLOW_KEY)
-    while line[j : j + 1] == b" ":
-        j += 1
-    if line[j : j + 1] != b'"':
-        return 0
-    k = line.find(b'"', j + 1)
-    return zlib.crc32(line[j + 1 : k]) % parts
 
 
 # Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
@@ -184,7 +166,7 @@ def _scan_files(task: _Task) -> _Result:
                 # The file does not end with a line end: the writer stopped mid-line.
                 position = pos
                 pos += 1
-                if parts == 1 or _route(carry, parts) == part:
+                if parts == 1 or bulk.owner(carry, parts) == part:
                     if first_line and carry.startswith(BOM):
                         counts["bom"] += 1
                         carry = carry[3:]
@@ -231,15 +213,7 @@ class _Block:
         self.chunks = bulk.EMPTY_CHUNKS
 
     def read(self, lines: list[bytes], parts: int, part: int) -> None:
-        sieved: list[int] = []
-        slow: list[int] = []
-        for index, line in enumerate(lines):
-            if parts > 1 and _route(line, parts) != part:
-                continue
-            if bulk.looks_like_chunk(line) and (index or not self.first_line):
-                sieved.append(index)
-            else:
-                slow.append(index)
+        sieved, slow = bulk.sieve(lines, parts, part, self.first_line)
         queue: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in slow]
         events = bulk.EMPTY_EVENTS
         if sieved:
