@@ -91,6 +91,7 @@ NORMALIZING_CODE: Final = (
     "ingest/common.py",
     "ingest/har.py",
     "ingest/jsonl.py",
+    "ingest/lines.py",
     "ingest/mitm.py",
     "jsonrpc.py",
     "normalize.py",

@@ -307,8 +307,90 @@ class _Described(NamedTuple):
     tools: tuple[_ToolRow, ...]
 
 
+# Methods whose params `_describe` reads beyond a progress notification's: left to it.
+_DESCRIBED_PARAMS: Final = frozenset({"tools/call", "initialize", "notifications/cancelled"})
+_MISSING: Final = object()
+_BOM: Final = b"\xef\xbb\xbf"
+# The kinds' texts (an enum member's `.value` is a property call).
+_REQUEST: Final = Kind.REQUEST.value
+_NOTIFICATION: Final = Kind.NOTIFICATION.value
+_RESPONSE: Final = Kind.RESPONSE.value
+
+
+def _describe_plain(raw: bytes) -> _Described | None:
+    """`_describe_payload(raw)` for the messages nearly all traffic is made of, else None.
+
+    Plain: one JSON object of JSON-RPC 2.0 with an int or string id (or none), no float, no
+    character past U+FFFF, and nothing `_describe` reads but a progress notification's params
+    and a response's result fields (no `_meta`, no listed tools). Everything else, the batches
+    and the invalid included, takes the general way, which stays the reference
+    (tests/test_normalize.py checks both give the same on random payloads).
+    """
+    if raw.startswith(_BOM):
+        return None
+    try:
+        value = orjson.loads(raw)
+        compact = orjson.dumps(value, option=_SORT_KEYS)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if type(value) is not dict or value.get("jsonrpc") != "2.0" or may_hold_float(compact):
+        return None
+    if not compact.isascii() and _ASTRAL.search(compact) is not None:
+        return None
+    raw_id = value.get("id", _MISSING)
+    if type(raw_id) is int:
+        rpc_id: str | None = int.__repr__(raw_id)
+    elif type(raw_id) is str:
+        rpc_id = canonical_json(raw_id)
+    elif raw_id is _MISSING:
+        rpc_id = None
+    else:
+        return None
+    method = value.get("method", _MISSING)
+    has_result = "result" in value
+    token = protocol_version = None
+    progress: float | None = None
+    input_required = is_error = None
+    if type(method) is str:
+        params = value.get("params")
+        if has_result or "error" in value or method in _DESCRIBED_PARAMS:
+            return None
+        if type(params) is dict:
+            if "_meta" in params:
+                return None
+            if method == "notifications/progress":
+                token, progress = _progress(params)
+        elif params is not None:
+            return None
+        kind = _REQUEST if rpc_id is not None else _NOTIFICATION
+    elif method is not _MISSING or rpc_id is None or not has_result or "error" in value:
+        return None
+    else:
+        kind = _RESPONSE
+        method = None
+        result = value["result"]
+        if type(result) is dict:
+            if "tools" in result:
+                return None
+            pv = result.get("protocolVersion")
+            protocol_version = pv if type(pv) is str else None
+            input_required = result.get("resultType") == "input_required" or bool(
+                result.get("inputRequests")
+            )
+            is_error = result.get("isError") is True
+    raw_hash = _raw_hash(raw)
+    payload_hash = raw_hash if compact == raw else hashlib.sha256(compact).hexdigest()[:16]
+    row: _MsgRow = (None, kind, rpc_id, method, None, payload_hash, None, None, None,
+                    input_required, is_error, None, protocol_version, None, None, token,
+                    progress)  # fmt: skip
+    return _Described(kind, protocol_version, raw_hash, len(raw), payload_hash, (row,), ())
+
+
 def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
     """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
+    plain = _describe_plain(raw)
+    if plain is not None:
+        return plain
     raw_hash = _raw_hash(raw)
     top, compact = classify_sorted(raw if text is None else text)
     if top.reason in _UNPARSED:
@@ -658,33 +740,44 @@ class Normalizer:
         """What `_event` derives from the data of "message" events, for many at once; an
         empty buffer (an id-only event) has no payload."""
         memo = self._memo
-        data_hash: list[str | None] = []
-        data_bytes: list[int] = []
-        payload_hash: list[str | None] = []
-        versions: list[str | None] = []
-        messages: list[tuple[Any, ...]] = []
-        tools: list[tuple[Any, ...]] = []
-        for index, data in enumerate(datas):
+        described: list[_Described | None] = []
+        keep = described.append
+        for data in datas:
             if not data:
-                data_hash.append(None)
-                data_bytes.append(0)
-                payload_hash.append(None)
-                versions.append(None)
+                keep(None)
                 continue
-            described = memo.get(data)
-            if described is None:
-                described = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
+            found = memo.get(data)
+            if found is None:
+                found = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
                 if len(memo) >= _MEMO_MAX:
                     memo.clear()
-                memo[data] = described
-            data_hash.append(described.data_hash)
-            data_bytes.append(described.data_bytes)
-            payload_hash.append(described.payload_hash)
-            versions.append(described.result_version)
-            for row in described.rows:
-                messages.append((index, *row[:6], described.data_hash, *row[6:]))
-            for tool in described.tools:
-                tools.append((index, *tool))
+                memo[data] = found
+            keep(found)
+        # Columns by comprehension and `zip`, not a tuple a row: one payload is one row but
+        # for a batch.
+        data_hash = [None if d is None else d.data_hash for d in described]
+        data_bytes = [0 if d is None else d.data_bytes for d in described]
+        payload_hash = [None if d is None else d.payload_hash for d in described]
+        versions = [None if d is None else d.result_version for d in described]
+        present = [(i, d) for i, d in enumerate(described) if d is not None]
+        rows = [row for _, d in present for row in d.rows]
+        # A message row is all of `_BULK_MESSAGE_COLUMNS` but the carrier's `data_hash`.
+        row_columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [
+            () for _ in range(len(_BULK_MESSAGE_COLUMNS) - 1)
+        ]
+        messages: list[Sequence[Any]] = [
+            [i for i, d in present for _ in d.rows],
+            *row_columns[:6],
+            [d.data_hash for _, d in present for _ in d.rows],
+            *row_columns[6:],
+        ]
+        listed = [(i, tool) for i, d in present for tool in d.tools]
+        tools: list[Sequence[Any]] = [[i for i, _ in listed]]
+        tools.extend(
+            zip(*(tool for _, tool in listed), strict=True)
+            if listed
+            else ([] for _ in _BULK_TOOL_COLUMNS)
+        )
         message_schema = pl.Schema(
             [
                 ("event", pl.Int64()),
@@ -699,8 +792,8 @@ class Normalizer:
             data_bytes,
             payload_hash,
             versions,
-            _frame(message_schema, list(zip(*messages, strict=True)) or [[]] * len(message_schema)),
-            _frame(tool_schema, list(zip(*tools, strict=True)) or [[]] * len(tool_schema)),
+            _frame(message_schema, messages),
+            _frame(tool_schema, tools),
         )
 
     def take_run(self, flow_id: str, run: SseRun) -> tuple[int, int, str] | None:

@@ -21,12 +21,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from analyzer.ingest import jsonl
+from analyzer.ingest import jsonl, lines
 from analyzer.normalize import DEFAULT_BATCH_EVENTS
 
 
 def _task(path: Path, out_dir: str, parts: int) -> jsonl._Task:
-    files = jsonl._plan(jsonl.capture_files(path), Counter())
+    files = lines.plan(lines.capture_files(path), Counter())
     return jsonl._Task(
         files=tuple(files),
         part=0,

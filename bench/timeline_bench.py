@@ -10,6 +10,10 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
             every `data:` line of their chunks' SSE text decoded with orjson, one process a
             core, nothing checked, kept or written (base64 chunks, which synthetic captures do
             not have, are not decoded nor their events counted);
+- sketch:   the Polars-only design the parse is measured against: chunk records scanned with an
+            explicit schema, their SSE text split into events, `id` and `data` taken, each data's
+            method, id and progress token read by JSON path and its bytes hashed, written to
+            Parquet; no damage checks, no per-record lane, no canonical hash, no other table;
 - cached:   load_timeline from the cache (its first run after the parse builds the timeline's
             collected frames and stores them, `analyzer.timeline.stored`) + a per-session pass
             over sse_events and messages on the streaming engine, as a detector does (not
@@ -45,7 +49,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
-PHASES = ("parse", "decode", "cached", "analyze-built", "analyze", "cli", "ceiling")
+PHASES = ("parse", "decode", "sketch", "cached", "analyze-built", "analyze", "cli", "ceiling")
 
 
 def _cpu() -> float:
@@ -106,6 +110,47 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
         with ProcessPoolExecutor(workers) as pool:
             decoded = sum(pool.map(_decode, [files[i::workers] for i in range(workers)]))
         return lambda: decoded
+    if name == "sketch":
+        from analyzer.ingest.jsonl import capture_files
+
+        schema = {
+            "kind": pl.String,
+            "flow": pl.String,
+            "n": pl.Int64,
+            "ts_ns": pl.Int64,
+            "seq": pl.Int64,
+            "data": pl.Struct({"text": pl.String}),
+        }
+        data = pl.col("data")
+        events = (
+            pl.scan_ndjson(capture_files(path), schema=schema, ignore_errors=True)
+            .filter(pl.col("kind") == "chunk")
+            .select(
+                "flow",
+                "n",
+                "ts_ns",
+                "seq",
+                data.struct.field("text").str.strip_suffix("\n\n").str.split("\n\n").alias("block"),
+            )
+            .explode("block")
+            .with_columns(
+                pl.col("block").str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
+                pl.col("block").str.extract(r"(?m)^data: ?(.*)$").alias("data"),
+            )
+            .select(
+                "flow",
+                "n",
+                "ts_ns",
+                "seq",
+                "event_id",
+                data.str.json_path_match("$.method").alias("method"),
+                data.str.json_path_match("$.id").alias("rpc_id"),
+                data.str.json_path_match("$.params.progressToken").alias("token"),
+                data.hash().alias("raw_hash"),
+            )
+        )
+        events.sink_parquet(spill / "sketch.parquet")
+        return lambda: pl.scan_parquet(spill / "sketch.parquet").select(pl.len()).collect().item()
     if name == "parse":
         ingested = read_inputs([path])
         events = ingested.scan("events").select(pl.len()).collect().item()

@@ -397,6 +397,94 @@ def test_describe_payload_edge_cases(text: str) -> None:
     )
 
 
+_rpc_ids = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=4) | st.floats()
+)
+_members = {
+    "jsonrpc": st.sampled_from(["2.0", "1.0", 2.0]),
+    "id": _rpc_ids,
+    "method": st.sampled_from(["notifications/progress", "ping", "tools/call", "initialize"])
+    | st.integers(0, 3),
+    "params": st.none()
+    | st.fixed_dictionaries(
+        {},
+        optional={
+            "progressToken": _rpc_ids,
+            "progress": st.integers(0, 9) | st.floats() | st.text(max_size=2),
+            "_meta": _json,
+            "x": _json,
+        },
+    )
+    | _json,
+    "result": st.fixed_dictionaries(
+        {},
+        optional={
+            "protocolVersion": st.sampled_from(["2025-11-25", 1]),
+            "resultType": st.sampled_from(["input_required", "complete"]),
+            "inputRequests": _json,
+            "isError": st.booleans() | st.none(),
+            "tools": _json,
+            "content": _json,
+        },
+    )
+    | _json,
+    "error": _json,
+}
+_messages = st.fixed_dictionaries({}, optional=_members)  # type: ignore[arg-type]
+
+
+@settings(max_examples=800, deadline=None)
+@given(_messages, st.booleans(), st.sampled_from([(",", ":"), (", ", ": ")]))
+def test_plain_description_equals_the_reference_path(
+    value: dict[str, Any], sort_keys: bool, separators: tuple[str, str]
+) -> None:
+    text = json.dumps(value, sort_keys=sort_keys, separators=separators, ensure_ascii=False)
+    raw = text.encode("utf-8")
+    plain = N._describe_plain(raw)
+    if plain is not None:
+        assert (plain.top_kind, plain.payload_hash, plain.rows) == _reference_described(raw, text)
+        assert plain.tools == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (
+            '{"jsonrpc":"2.0","method":"notifications/progress",'
+            '"params":{"progressToken":"t","progress":3,"total":9,"message":"é"}}',
+            "notification",
+        ),
+        ('{"id":7,"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25"}}', "response"),
+        ('{"jsonrpc":"2.0","id":"a","method":"ping"}', "request"),
+        ('{"result":{"resultType":"input_required"},"id":1,"jsonrpc":"2.0"}', "response"),
+    ],
+)
+def test_the_usual_messages_are_described_plainly(text: str, kind: str) -> None:
+    raw = text.encode("utf-8")
+    plain = N._describe_plain(raw)
+    assert plain is not None
+    assert plain.top_kind == kind
+    assert (plain.top_kind, plain.payload_hash, plain.rows) == _reference_described(raw, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"jsonrpc":"2.0","method":"a","params":{"x":1.5}}',  # a float: RFC 8785 numbers
+        '{"jsonrpc":"2.0","id":null,"method":"a"}',  # a null id
+        '{"jsonrpc":"2.0","id":1,"error":{"code":-1}}',
+        '{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}',
+        '{"jsonrpc":"2.0","method":"a","params":{"_meta":{}}}',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}',
+        '{"jsonrpc":"2.0","id":1,"result":{"\U0001f600":1}}',
+        '\ufeff{"jsonrpc":"2.0","method":"a"}',
+        '[{"jsonrpc":"2.0","method":"a"}]',
+    ],
+)
+def test_the_others_take_the_general_way(text: str) -> None:
+    assert N._describe_plain(text.encode("utf-8")) is None
+
+
 def test_a_flow_row_is_written_at_its_stream_end() -> None:
     c = Capture()
     done = c.request("GET")

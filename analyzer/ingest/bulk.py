@@ -32,11 +32,12 @@ __all__ = [
     "EMPTY_CHUNKS",
     "EMPTY_EVENTS",
     "PLAIN_CHUNK",
-    "looks_like_chunk",
+    "owner",
     "plain_events",
     "read_chunks",
     "run_frames",
     "runs",
+    "sieve",
 ]
 
 # An escape for a UTF-16 surrogate: a pair is valid JSON, but a lone one is no Unicode text.
@@ -67,9 +68,56 @@ _NEVER: Final = ('"b64"', '"truncated_bytes"')
 _CAPPED: Final = '"decompress_capped":'
 
 
-def looks_like_chunk(line: bytes) -> bool:
-    """A cheap first sieve: a line the bulk lane may take (it checks the rest)."""
-    return line.startswith(b'{"') and b'"kind":"chunk"' in line
+# A record's flow id: inside a JSON string every '"' is escaped, so the first unescaped
+# `"flow":` with a string value is the record's own top-level key (no nested object of schema 1
+# has a "flow" member).
+_FLOW_VALUE: Final = r'"flow": *"([^"]*)"'
+
+
+def _text(lines: Sequence[bytes]) -> pl.Series:
+    """The lines as text: a line that is no UTF-8 (rare: a damaged capture) with U+FFFD for
+    its bad bytes, so its flow id, when whole, still names its owner."""
+    try:
+        return pl.Series("text", lines, dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.PolarsError:
+        return pl.Series("text", [line.decode("utf-8", "replace") for line in lines])
+
+
+def _owner(text: pl.Expr, parts: int) -> pl.Expr:
+    flow = text.str.extract(_FLOW_VALUE)
+    return pl.when(flow.is_null()).then(0).otherwise(flow.hash() % parts).cast(pl.Int64)
+
+
+def owner(line: bytes, parts: int) -> int:
+    """The worker (of `parts`) owning a line: by a hash of its flow id, 0 when it has none;
+    every line of a flow has one owner, so one decoder reads its stream."""
+    return int(pl.select(_owner(pl.lit(_text([line])), parts)).item())
+
+
+def sieve(
+    lines: Sequence[bytes], parts: int, part: int, skip_first: bool
+) -> tuple[list[int], list[int]]:
+    """The indexes of the lines worker `part` owns: those the bulk lane may take (a cheap first
+    look, `read_chunks` checks the rest; never the first line when `skip_first`: it may hold a
+    byte order mark), and the others."""
+    raw = pl.col("raw")
+    index = pl.int_range(pl.len(), dtype=pl.Int64)
+    chunk = raw.bin.starts_with(b'{"') & raw.bin.contains(b'"kind":"chunk"')
+    if skip_first:
+        chunk = chunk & (index > 0)
+    columns = [pl.Series("raw", lines, dtype=pl.Binary)]
+    mine = pl.lit(True)
+    if parts > 1:
+        columns.append(_text(lines))
+        mine = _owner(pl.col("text"), parts) == part
+    marked = pl.DataFrame(columns).select(
+        index.alias("index"), chunk.alias("chunk"), mine.alias("mine")
+    )
+    owned = marked.filter("mine")
+    return (
+        owned.filter("chunk")["index"].to_list(),
+        owned.filter(~pl.col("chunk"))["index"].to_list(),
+    )
 
 
 def read_chunks(lines: Sequence[bytes]) -> tuple[pl.DataFrame, list[int]]:
@@ -83,8 +131,9 @@ def read_chunks(lines: Sequence[bytes]) -> tuple[pl.DataFrame, list[int]]:
     frame = pl.concat(pieces) if pieces else pl.DataFrame(schema=_READ_SCHEMA)
     if frame.height == 0:
         return EMPTY_CHUNKS, list(range(len(lines)))
-    text = pl.Series(
-        "raw", b"\n".join(lines[i] for i in frame["line"]).decode("utf-8", "replace").split("\n")
+    # The lines as text without a Python str each (a line that is no UTF-8 is null: not taken).
+    text = pl.Series("raw", [lines[i] for i in frame["line"].to_list()], dtype=pl.Binary).cast(
+        pl.String, strict=False
     )
     line = pl.col("raw")
     taken = (

@@ -3,7 +3,7 @@
 A running proxy appends records to its `*.jsonl.partial` file and renames it to `*.jsonl` on
 rotation and close (DESIGN.md §4). `CaptureTail` keeps, per file, the byte offset up to which
 it has read (a renamed file keeps its inode, so it keeps its offset), feeds the new complete
-lines to one persistent `Normalizer` in capture order (the order `jsonl._plan` gives), with the
+lines to one persistent `Normalizer` in capture order (the order `lines.plan` gives), with the
 line parsing and damage counting of `analyzer.ingest.jsonl`, and writes the normalized rows it
 drains to Parquet parts in a private folder (`_Store`): memory holds the normalizer's state, not
 the rows read. Its `timeline()` is the timeline of everything read so far, scans of those parts;
@@ -41,22 +41,22 @@ import polars as pl
 import pydantic_core
 
 from analyzer import schema as S
+from analyzer.ingest import lines
 from analyzer.ingest.common import (
     SKIPPED_KEYS,
     InputReport,
     UnreadableInput,
     describe_counts,
 )
-from analyzer.ingest.jsonl import (
-    _BOM,
-    _File,
-    _head,
-    _missing_records,
-    _parse,
-    _plan,
-    _Run,
-    _take,
+from analyzer.ingest.lines import (
+    BOM,
+    CaptureFile,
+    RunState,
     capture_files,
+    count_missing,
+    head,
+    parse_line,
+    take_record,
 )
 from analyzer.normalize import NormalizedFrames, Normalizer
 from analyzer.scratch import scratch_prefix
@@ -80,7 +80,7 @@ _Unready = tuple[int, int, Counter[str]]
 class _Tracked:
     """One capture file the tail reads: where it is and how far it was read."""
 
-    plan: _File  # its entry in the read order (path follows renames)
+    plan: CaptureFile  # its entry in the read order (path follows renames)
     inode: tuple[int, int]  # (st_dev, st_ino): a rename keeps it
     size: int = 0  # at the last stat
     mtime_ns: int = 0
@@ -188,7 +188,7 @@ class CaptureTail:
         self._unready: dict[str, _Unready] = {}  # path -> (size, mtime, how it counts)
         self._ignored: dict[tuple[int, int], int] = {}  # duplicate files left out -> size
         self._counts: Counter[str] = Counter()  # plan and line damage so far
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, RunState] = {}
         self._cuts: dict[str, int] = {}  # per run, the last seq the proxy's retention deleted
         self._positions: dict[str, int] = {}
         self._seen_other: set[tuple[str, int]] = set()
@@ -307,7 +307,7 @@ class CaptureTail:
                 unready[str(path)] = self._unready_counts(path, stat)
         if ready:
             counts: Counter[str] = Counter()
-            planned = _plan([path for path, _ in ready], counts, self._cuts)
+            planned = lines.plan([path for path, _ in ready], counts, self._cuts)
             stats = {str(path): stat for path, stat in ready}
             keys = {(f.plan.run, f.plan.file_index) for f in tracked}
             clash = any((p.run, p.file_index) in keys for p in planned)
@@ -318,7 +318,7 @@ class CaptureTail:
             self._counts.update(counts)
             kept = {p.path for p in planned}
             for path, stat in ready:
-                if str(path) not in kept:  # the duplicate `_plan` left out
+                if str(path) not in kept:  # the duplicate `plan` left out
                     ignored[(stat.st_dev, stat.st_ino)] = stat.st_size
             for plan in planned:
                 stat = stats[plan.path]
@@ -339,13 +339,13 @@ class CaptureTail:
     def _unready_counts(self, path: Path, stat: os.stat_result) -> _Unready:
         """How a full read counts a `.partial` file whose first line is not complete yet."""
         counts: Counter[str] = Counter()
-        _plan([path], counts)
+        lines.plan([path], counts)
         data = path.read_bytes()
         if data:
-            if data.startswith(_BOM):
+            if data.startswith(BOM):
                 counts["bom"] += 1
                 data = data[3:]
-            _parse(data, True, counts, pydantic_core.from_json)
+            parse_line(data, True, counts, pydantic_core.from_json)
         counts["missing_close"] += 1  # a run of its own that never closed
         return stat.st_size, stat.st_mtime_ns, counts
 
@@ -409,7 +409,7 @@ class CaptureTail:
     def _read_file(self, entry: _Tracked) -> int:
         """Take the complete lines appended to one file; keep its unterminated tail pending."""
         file = entry.plan
-        run = self._runs.setdefault(file.run, _Run())
+        run = self._runs.setdefault(file.run, RunState())
         pos = self._positions.get(file.run, 0)
         counts = self._counts
         seen_other = self._seen_other
@@ -446,12 +446,12 @@ class CaptureTail:
                     pos += 1
                     if first_line:
                         first_line = False
-                        if line.startswith(_BOM):
+                        if line.startswith(BOM):
                             counts["bom"] += 1
                             line = line[3:]
-                    record = _parse(line, False, counts, from_json)
+                    record = parse_line(line, False, counts, from_json)
                     if record is not None:
-                        _take(record, position, file, run, counts, seen_other, add)
+                        take_record(record, position, file, run, counts, seen_other, add)
                 if self._normalizer.pending_events() >= self._normalizer.batch_events:
                     self._store_rows(self._normalizer.drain())
         self._positions[file.run] = pos
@@ -467,18 +467,18 @@ class CaptureTail:
         count it as a full read would and wait for the rest."""
         probe: Counter[str] = Counter()
         line = carry
-        if at_start and line.startswith(_BOM):
+        if at_start and line.startswith(BOM):
             probe["bom"] += 1
             line = line[3:]
-        record = _parse(line, True, probe, pydantic_core.from_json)
+        record = parse_line(line, True, probe, pydantic_core.from_json)
         if record is None:
             entry.pending = probe
             return
         file = entry.plan
-        run = self._runs.setdefault(file.run, _Run())
+        run = self._runs.setdefault(file.run, RunState())
         pos = self._positions.get(file.run, 0)
         self._counts.update(probe)
-        _take(record, pos, file, run, self._counts, self._seen_other, self._normalizer.add)
+        take_record(record, pos, file, run, self._counts, self._seen_other, self._normalizer.add)
         self._positions[file.run] = pos + 1
         entry.offset = entry.read_size
         entry.open_line = True
@@ -522,10 +522,7 @@ class CaptureTail:
         for _, _, pending in self._unready.values():
             counts.update(pending)
         for name, run in self._runs.items():
-            missing = _missing_records([run])
-            cut = min(missing, self._cuts.get(name, -1) + 1)  # as `jsonl.read_capture`
-            counts["retention_deleted"] += cut
-            counts["seq_gap"] += missing - cut
+            count_missing([run], self._cuts.get(name, -1), counts)
             if not run.closed:
                 counts["missing_close"] += 1
             counts["writer_dropped"] += run.dropped
@@ -610,15 +607,15 @@ def _ready(path: Path, size: int) -> bool:
     if size == 0:
         return False
     with path.open("rb") as fh:
-        head = fh.readline(1 << 20)
-    if head.endswith(b"\n") or len(head) >= 1 << 20:
+        first = fh.readline(1 << 20)
+    if first.endswith(b"\n") or len(first) >= 1 << 20:
         return True
     # A first record complete but for its line end: a full read takes it, so does the tail.
-    return _head(path)[0] is not None
+    return head(path)[0] is not None
 
 
 def _order(files: list[_Tracked]) -> list[_Tracked]:
-    """Read order: by run (first capture_open time), then rotation index (as `jsonl._plan`)."""
+    """Read order: by run (first capture_open time), then rotation index (as `lines.plan`)."""
     run_start: dict[str, int] = {}
     for f in files:
         run_start[f.plan.run] = min(run_start.get(f.plan.run, f.plan.first_ts), f.plan.first_ts)

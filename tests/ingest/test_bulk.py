@@ -168,3 +168,33 @@ def test_plain_chunks_are_split_in_bulk_and_the_rest_is_left() -> None:
         ("1", "{}", False),
         ("2", "", True),
     ]
+
+
+def test_each_flow_has_one_owner_and_a_line_without_one_goes_to_the_first() -> None:
+    lines = [
+        b'{"kind":"capture_open","seq":0,"ts_ns":1,"schema":"1.2","run_id":"r"}',
+        *(
+            b'{"kind":"chunk","seq":%d,"ts_ns":1,"flow":"f%d","n":0,"data":{"text":"x"}}'
+            % (i, i % 7)
+            for i in range(1, 60)
+        ),
+        b'{"kind":"request","seq":60,"ts_ns":1,"flow" : "f3","method":"GET"}',  # a space
+        b'{"kind":"server_unreachable","seq":61,"ts_ns":1,"flow":null,"upstream":"u"}',
+        b'{"kind":"chunk","flow":"f1","data":{"text":"\xff"}}',  # no UTF-8, its flow whole
+    ]
+    owners = [bulk.owner(line, 2) for line in lines]
+    by_flow: dict[str, set[int]] = {}
+    for line, owner in zip(lines[1:60], owners[1:60], strict=True):
+        by_flow.setdefault(json.loads(line)["flow"], set()).add(owner)
+    assert all(len(found) == 1 for found in by_flow.values())
+    assert {min(found) for found in by_flow.values()} == {0, 1}  # both workers get flows
+    assert owners[0] == owners[-2] == 0
+    assert owners[60] == by_flow["f3"].pop()
+    assert owners[-1] == by_flow["f1"].pop()
+    both = [bulk.sieve(lines, 2, part, skip_first=True) for part in (0, 1)]
+    for part, (chunks, others) in enumerate(both):
+        assert all(owners[i] == part for i in chunks + others)
+        assert all(b'"kind":"chunk"' in lines[i] for i in chunks)
+    assert sorted(i for taken in both for group in taken for i in group) == list(range(63))
+    chunks, others = bulk.sieve(lines, 1, 0, skip_first=False)
+    assert (len(chunks), len(others)) == (60, 3)

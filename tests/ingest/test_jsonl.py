@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analyzer.ingest import bulk, jsonl
+from analyzer.ingest import bulk, jsonl, lines
 from analyzer.ingest.common import InputReport, UnreadableInput, UnsupportedSchema
 from analyzer.ingest.jsonl import read_capture
 from tests.support.records import Capture, event, req, res, sse
@@ -281,7 +282,7 @@ def test_a_failing_worker_raises_in_the_parent_through_the_progress_loop(tmp_pat
     (`read_capture` turns it into UnreadableInput), out of the loop that reports progress."""
     from analyzer.ingest import jsonl
 
-    gone = jsonl._File(str(tmp_path / "gone.jsonl"), "run", "run", None, 0, 0, 10)
+    gone = lines.CaptureFile(str(tmp_path / "gone.jsonl"), "run", "run", None, 0, 0, 10)
     tasks = [jsonl._Task((gone,), part, 2, str(tmp_path), "c", None, None, 100) for part in (0, 1)]
     seen: list[int] = []
     with pytest.raises(FileNotFoundError):
@@ -353,7 +354,7 @@ def test_bulk_lane_takes_a_line_only_as_the_full_path_reads_it(line: bytes) -> N
     if not chunks.height:
         return
     counts: Counter[str] = Counter()
-    full = jsonl._parse(line, False, counts, pydantic_core.from_json)
+    full = lines.parse_line(line, False, counts, pydantic_core.from_json)
     assert not counts
     assert full is not None
     taken = chunks.row(0, named=True)
@@ -409,7 +410,8 @@ def test_bulk_lane_reads_what_the_full_path_reads(
     (tmp_path / "fast").mkdir()
     (tmp_path / "full").mkdir()
     fast_report, fast_out = _read(tmp_path / "fast", data)
-    monkeypatch.setattr(bulk, "looks_like_chunk", lambda line: False)
+    owned = bulk.sieve
+    monkeypatch.setattr(bulk, "sieve", lambda *args: ([], sorted(itertools.chain(*owned(*args)))))
     full_report, full_out = _read(tmp_path / "full", data)
     assert fast_report.counts == full_report.counts
     assert fast_report.records == full_report.records
@@ -568,7 +570,7 @@ def _response(**fields: Any) -> dict[str, Any]:
     ],
 )  # fmt: skip
 def test_check_holds_integers_to_their_columns(record: dict[str, Any], problem: str | None) -> None:
-    assert jsonl._check(record) == problem
+    assert lines.check_record(record) == problem
     assert jsonl.record_problem(record) == problem
 
 
@@ -586,7 +588,7 @@ def test_check_holds_integers_to_their_columns(record: dict[str, Any], problem: 
 def test_record_problem_refuses_lone_surrogates_outside_payloads(
     record: dict[str, Any], problem: str | None
 ) -> None:
-    assert jsonl._check(record) is None
+    assert lines.check_record(record) is None
     assert jsonl.record_problem(record) == problem
 
 
