@@ -551,11 +551,3 @@ def load_timeline(
         writer.commit()
     return built
 
-
-def _check_schemas(timeline: Timeline) -> None:
-    """Assert every frame's schema (used by tests)."""
-    for name, frame in timeline.frames().items():
-        try:
-            S.assert_schema(frame, S.TIMELINE_FRAMES[name])
-        except S.SchemaMismatch as e:
-            raise S.SchemaMismatch(f"{name}: {e}") from None

@@ -69,12 +69,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
+
+from lab.serving import serve
 
 PROTOCOL_VERSION = "2025-11-25"
 MCP_PATH = "/mcp"
@@ -714,7 +715,6 @@ def main(argv: list[str] | None = None) -> None:
         help="events carry no id and streams no priming event: nothing can be resumed",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     faults = Faults(
         args.replica,
         args.buffer_size,
@@ -731,14 +731,7 @@ def main(argv: list[str] | None = None) -> None:
         no_event_ids=args.no_event_ids,
     )
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-    )
+    serve(app, args.port)
 
 
 if __name__ == "__main__":
