@@ -550,4 +550,3 @@ def load_timeline(
     if writer is not None:
         writer.commit()
     return built
-
