@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity, finding_rows
 from analyzer.timeline import payloads_of
 

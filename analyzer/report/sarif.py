@@ -24,7 +24,7 @@ from typing import Final, TextIO
 from urllib.parse import quote
 
 from analyzer import __version__
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import FINGERPRINT_VERSION, Severity
 from analyzer.report import Report, finding_records
 
