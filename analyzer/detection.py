@@ -60,7 +60,8 @@ class Detector:
     `analyzer.findings.as_findings`); its keyword-only parameters are the detector's
     thresholds, configurable per id in `--config`, and are read into `thresholds` here.
     `description` is the module docstring: its first line says what the detector flags, the
-    rest what it must not flag and what to change.
+    rest what it must not flag; `remedy` what to change (older rows still say it in the
+    description).
     """
 
     id: str
@@ -68,6 +69,9 @@ class Detector:
     description: str
     detect: Callable[..., pl.LazyFrame]
     thresholds: Mapping[str, object] = field(init=False, compare=False, hash=False)
+    #: What to change, said once: the end of every finding's detail (`findings.emit`) and,
+    #: after the description, the SARIF rule's help.
+    remedy: str = ""
 
     def __post_init__(self) -> None:
         if not _ID.fullmatch(self.id):
