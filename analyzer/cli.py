@@ -7,7 +7,6 @@ import errno
 import ipaddress
 import os
 import socket
-import stat
 import sys
 import tempfile
 import time
@@ -17,12 +16,26 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from analyzer import __version__
+from analyzer.command import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    writable_by_others,
+)
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad usage or unreadable input: exit 2 with a one-line reason."""
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "is_loopback",
+    "main",
+    "writable_by_others",
+]
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -81,16 +94,6 @@ def is_loopback(address: str) -> bool:
         return ipaddress.ip_address(address.strip("[]")).is_loopback
     except ValueError:
         return False  # a host name other than localhost: may resolve anywhere
-
-
-def writable_by_others(folder: Path) -> bool:
-    """Whether users other than the owner may create or replace files in `folder` (group or
-    world write, without the sticky bit that would keep them to their own files)."""
-    try:
-        mode = folder.stat().st_mode
-    except OSError:
-        return False
-    return stat.S_ISDIR(mode) and bool(mode & 0o022) and not mode & stat.S_ISVTX
 
 
 def _warn(text: str) -> None:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import polars as pl
 
-from analyzer.cli import EXIT_OK, UsageError
+from analyzer.command import EXIT_OK, UsageError
 from analyzer.detectors import run_detectors
 from analyzer.otlp import OtlpError
 from analyzer.otlp.spans import iter_spans

@@ -30,7 +30,7 @@ from analyzer.baseline import (
     load_baseline,
     render_baseline,
 )
-from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
+from analyzer.command import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
 from analyzer.detectors import (
     ConfigError,
     Detector,
