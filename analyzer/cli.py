@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import os
 import socket
 import sys
@@ -22,6 +21,7 @@ from analyzer.command import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    is_loopback,
     writable_by_others,
 )
 
@@ -84,16 +84,6 @@ def _upstream(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{host!r} in {value!r} is not a host name")
     origin = f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
     return origin if port is None else f"{origin}:{port}"
-
-
-def is_loopback(address: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if address.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: may resolve anywhere
 
 
 def _warn(text: str) -> None:

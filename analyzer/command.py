@@ -6,6 +6,7 @@ Below both the CLI (`analyzer.cli`, which parses and dispatches) and the command
 
 from __future__ import annotations
 
+import ipaddress
 import stat
 from pathlib import Path
 
@@ -16,6 +17,22 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 class UsageError(SeamwatchError):
     """Bad usage or unreadable input: exit 2 with a one-line reason."""
+
+
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: may resolve anywhere
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's message on one line, for exit 2."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def writable_by_others(folder: Path) -> bool:
