@@ -10,12 +10,15 @@ import pytest
 from tests.support.lab_capture import LabRuns
 
 BENCH_TESTS = Path(__file__).resolve().parent / "bench"
+# The fixtures that start lab servers: a scenario's run, the lab's SDK server alone.
+LAB_FIXTURES = frozenset({"lab_runs", "lab_server"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for a lab run is a lab test; every test of tests/bench/ is a bench test."""
+    """A test that asks for a lab server is a lab test; every test of tests/bench/ is a bench
+    test."""
     for item in items:
-        if "lab_runs" in item.fixturenames:
+        if LAB_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.lab)
         if item.path.is_relative_to(BENCH_TESTS):
             item.add_marker(pytest.mark.bench)
