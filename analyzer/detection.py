@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 #: Id of the finding the runner writes for a detector that raised.
 ANALYSIS_ERROR: Final = "analysis-error"
 # Detectors run two at a time: each one's plans have serial stretches (building the plan, small
-# frames, operators on one thread) that the other fills (10M events from the cache: 7-8% less
-# wall time, +50 MB peak RSS).
+# frames, operators on one thread) that the other fills, for a little more peak memory.
 _AT_ONCE: Final = 2
 
 _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")

@@ -190,8 +190,8 @@ def live_overview(path: str, key: str, _timeline: Timeline) -> Overview:
     return overview_of(_timeline)
 
 
-# A refresh reads the new bytes in milliseconds; the detectors take seconds on a large capture
-# (~7 s at 200k events). While the capture grows they run at most this often, or three times as
+# A refresh reads the new bytes in milliseconds; the detectors take seconds on a large
+# capture. While the capture grows they run at most this often, or three times as
 # long as their last run took, whichever is longer; the page says how old its findings are.
 LIVE_DETECT_EVERY_S = 10.0
 LIVE_DETECT_FACTOR = 3.0

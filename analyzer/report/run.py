@@ -136,8 +136,8 @@ def analyze_paths(
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
 
-    # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
-    # 10M events); the folder lives as long as the analysis.
+    # Large timeline frames wait on disk while the detectors read them, so memory follows what
+    # a detector keeps rather than the capture's size; the folder lives as long as the analysis.
     scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix("spill"))
     with _progress() as progress, scratch as spill, _warnings_on_stderr():
         progress.step("reading inputs")
@@ -310,7 +310,7 @@ def _write_text(text: str, out: str | None) -> None:
 
 def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     # Each format's module is imported when it is asked for, as the progress display imports
-    # rich: the table's rich costs ~40 ms, paid by every run that writes JSON, JUnit or SARIF.
+    # rich: a run that writes JSON, JUnit or SARIF does not pay for importing the table's rich.
     if fmt == "table":
         from analyzer.report import table
 
