@@ -72,7 +72,6 @@ LONG_MODULES = {
     "analyzer.capture.pipeline": "#30",
     "analyzer.cli": "#30 (the proxy subcommand)",
     "analyzer.capture.writer": "#30",
-    "analyzer.ingest.jsonl": "#27",
     "analyzer.ingest.tail": "#27",
     "analyzer.normalize": "#27",
     "analyzer.otlp.spans": "#31",
@@ -80,7 +79,7 @@ LONG_MODULES = {
     "analyzer.schema": "#31",
     "analyzer.timeline": "#31 (the timeline's one wiring)",
 }
-PRIVATE_IMPORTS = {("analyzer.ingest.tail", "analyzer.ingest.jsonl"): "#27"}
+PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}  # none left since #27
 TIMELINE_IMPORTS_INGEST = {
     "analyzer.timeline": "#31 (loading moves to analyzer.analysis)",
     "analyzer.timeline.stored": "#31 (one cache package)",
