@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import os
 import socket
-import stat
 import sys
 import tempfile
 import time
@@ -17,12 +15,27 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from analyzer import __version__
+from analyzer.command import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    is_loopback,
+    writable_by_others,
+)
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad usage or unreadable input: exit 2 with a one-line reason."""
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "is_loopback",
+    "main",
+    "writable_by_others",
+]
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -71,26 +84,6 @@ def _upstream(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{host!r} in {value!r} is not a host name")
     origin = f"{parts.scheme}://[{host}]" if ":" in host else f"{parts.scheme}://{host}"
     return origin if port is None else f"{origin}:{port}"
-
-
-def is_loopback(address: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if address.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: may resolve anywhere
-
-
-def writable_by_others(folder: Path) -> bool:
-    """Whether users other than the owner may create or replace files in `folder` (group or
-    world write, without the sticky bit that would keep them to their own files)."""
-    try:
-        mode = folder.stat().st_mode
-    except OSError:
-        return False
-    return stat.S_ISDIR(mode) and bool(mode & 0o022) and not mode & stat.S_ISVTX
 
 
 def _warn(text: str) -> None:

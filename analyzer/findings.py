@@ -237,6 +237,52 @@ def findings_frame(rows: Iterable[Mapping[str, object]]) -> pl.DataFrame:
     return validate_findings(as_findings(finding_rows(rows)).collect())
 
 
+def emit(
+    found: pl.LazyFrame,
+    *,
+    title: pl.Expr,
+    detail: pl.Expr,
+    remedy: str = "",
+    severity: pl.Expr | None = None,
+    session: str | pl.Expr = "session_id",
+    era: str | pl.Expr | None = "era",
+    flow_ids: str | pl.Expr | None = None,
+    stream_ids: str | pl.Expr | None = None,
+    event_ids: str | pl.Expr | None = None,
+    request_ids: str | pl.Expr | None = None,
+    first_ts: str | pl.Expr = "first_ts",
+    last_ts: str | pl.Expr = "last_ts",
+    extra: str | pl.Expr | None = None,
+) -> pl.LazyFrame:
+    """A detector's findings, one a row of `found`: the columns `as_findings` takes.
+
+    Each keyword names a column of `found` or gives an expression; evidence left out is empty
+    and `severity` left out is the detector's own. `remedy`, the detector's what-to-change
+    text (`Detector.remedy`), ends every detail after a space.
+    """
+    if remedy:
+        detail = pl.concat_str(detail, pl.lit(remedy), separator=" ")
+    columns: dict[str, str | pl.Expr | None] = {
+        "severity": severity,
+        "session": session,
+        "era": era,
+        "title": title,
+        "detail": detail,
+        "flow_ids": flow_ids,
+        "stream_ids": stream_ids,
+        "event_ids": event_ids,
+        "request_ids": request_ids,
+        "first_ts": first_ts,
+        "last_ts": last_ts,
+        FINGERPRINT_EXTRA: extra,
+    }
+    return found.select(
+        (pl.col(value) if isinstance(value, str) else value).alias(name)
+        for name, value in columns.items()
+        if value is not None
+    )
+
+
 def as_findings(
     lf: pl.LazyFrame, *, detector: str | None = None, severity: Severity | None = None
 ) -> pl.LazyFrame:

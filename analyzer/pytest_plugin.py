@@ -401,10 +401,11 @@ def _run_analysis(settings: Settings, runs: Sequence[_RecordedRun]) -> _Outcome:
     """Analyze the captures, write the reports, and say what fails the run."""
     import tempfile
 
+    from analyzer.analysis import load_timeline
     from analyzer.baseline import apply_baseline, load_baseline
     from analyzer.detectors import run_detectors, select_detectors
     from analyzer.report import at_or_above
-    from analyzer.report.run import build_report, load_timeline, write_report
+    from analyzer.report.run import build_report, write_report
     from analyzer.scratch import scratch_prefix
 
     paths = [run.capture for run in runs]

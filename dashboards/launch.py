@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from analyzer.cli import is_loopback
+from analyzer.command import is_loopback
 
 __all__ = [
     "APP",

@@ -20,8 +20,9 @@ import logging
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.types import Message, Receive, Scope, Send
+
+from lab.serving import serve
 
 # RFC 9110 §7.6.1: connection-specific fields are not forwarded.
 HOP_BY_HOP = frozenset(
@@ -142,18 +143,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--replica", action="append", required=True, help="a replica's base URL")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line a request is ours
     app: Any = RoundRobin(args.replica)
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-        date_header=False,
-    )
+    serve(app, args.port, date_header=False)
 
 
 if __name__ == "__main__":

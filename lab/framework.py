@@ -327,13 +327,6 @@ class LabContext:
             time.sleep(0.05)
         return f"http://127.0.0.1:{port}"
 
-    def stop_process(self, process: subprocess.Popen[bytes]) -> int | None:
-        """Stop one started process now (SIGTERM, then SIGKILL); returns its exit code."""
-        started = self._find(process)
-        _stop(started)
-        self._write_record()
-        return started.returncode
-
     def note(self, key: str, value: object) -> None:
         """Record a fact for the scenario's tests in lab.json under "notes" (JSON values only)."""
         try:

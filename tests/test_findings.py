@@ -19,6 +19,7 @@ from analyzer.findings import (
     FindingsSchemaError,
     Severity,
     as_findings,
+    emit,
     empty_findings,
     finding_rows,
     findings_frame,
@@ -247,6 +248,49 @@ def test_as_findings_conforms_a_detector_frame() -> None:
         fingerprint("causal-gap", "mcp:a", event_ids=["e1"]),
         fingerprint("causal-gap", "mcp:b"),
     ]
+
+
+def test_emit_names_the_findings_columns_and_ends_each_detail_with_the_remedy() -> None:
+    found = pl.LazyFrame(
+        {
+            "session_id": ["mcp:a"],
+            "era": ["2025-11-25"],
+            "stream_id": ["f1"],
+            "cursor": ["e4"],
+            "ts": [T0],
+            "noise": [1],
+        }
+    )
+    got = emit(
+        found,
+        title=pl.format("resume from {}", "cursor"),
+        detail=pl.format("Session {} resumed.", "session_id"),
+        remedy="Keep a log.",
+        severity=pl.lit("low"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("cursor"),
+        first_ts="ts",
+        last_ts="ts",
+        extra=pl.concat_list("cursor"),
+    ).collect()
+    assert got.columns == [
+        "severity", "session", "era", "title", "detail", "stream_ids", "event_ids",
+        "first_ts", "last_ts", "fingerprint_extra",
+    ]  # fmt: skip
+    row = got.row(0, named=True)
+    assert row["detail"] == "Session mcp:a resumed. Keep a log."
+    assert (row["session"], row["era"], row["title"]) == ("mcp:a", "2025-11-25", "resume from e4")
+    assert (row["stream_ids"], row["event_ids"], row["severity"]) == (["f1"], ["e4"], "low")
+    conformed = as_findings(got.lazy(), detector="d", severity=Severity.HIGH).collect()
+    assert conformed["fingerprint"].item() == fingerprint(
+        "d", "mcp:a", event_ids=["e4"], extra=["e4"]
+    )
+
+
+def test_emit_without_a_remedy_keeps_the_detail() -> None:
+    found = pl.LazyFrame({"session_id": ["s"], "era": [None], "first_ts": [T0], "last_ts": [T0]})
+    got = emit(found, title=pl.lit("t"), detail=pl.lit("d.")).collect()
+    assert got["detail"].item() == "d."
 
 
 def test_as_findings_converts_other_time_zones() -> None:

@@ -1,38 +1,43 @@
-"""Detectors: the `Detector` type, the explicit registry and the runner (DESIGN.md §5).
+"""Detectors: the explicit registry of every detector module's row (DESIGN.md §5).
 
 A detector is one module of this package holding a pure `detect(timeline, *, <thresholds with
-defaults>) -> LazyFrame` and a `DETECTOR = Detector(...)` row; `DETECTORS` below lists every
-row, and a test checks that no module is left out (STYLE.md item 8). The runner collects each
-detector on its own, so a detector that raises costs its own findings only: it becomes one
-`analysis-error` finding and the others still run (STYLE.md item 5).
+defaults>) -> LazyFrame` and a `DETECTOR = Detector(...)` row (`analyzer.detection`, which
+imports no detector); `DETECTORS` below lists every row, and a test checks that no module is
+left out (STYLE.md item 8). The runner and the configuration checks of `analyzer.detection`
+are bound here to this registry.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-import re
-import tomllib
-import types
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
-import polars as pl
-
-from analyzer import SeamwatchError
-from analyzer.findings import (
-    Severity,
-    as_findings,
-    empty_findings,
-    finish_findings,
-    validate_findings,
-)
-
-if TYPE_CHECKING:
-    from analyzer.timeline import Timeline
+import analyzer.detection as detection
+import analyzer.detectors.analysis_error as analysis_error
+import analyzer.detectors.capture_health as capture_health
+import analyzer.detectors.causal_gap as causal_gap
+import analyzer.detectors.counter_reset as counter_reset
+import analyzer.detectors.cross_replica_resume as cross_replica_resume
+import analyzer.detectors.cross_session_replay as cross_session_replay
+import analyzer.detectors.cross_stream_replay as cross_stream_replay
+import analyzer.detectors.double_delivery as double_delivery
+import analyzer.detectors.duplicate_event_id as duplicate_event_id
+import analyzer.detectors.duplicate_response as duplicate_response
+import analyzer.detectors.header_mismatch as header_mismatch
+import analyzer.detectors.lost_response as lost_response
+import analyzer.detectors.orphaned_incarnation as orphaned_incarnation
+import analyzer.detectors.phantom_resume as phantom_resume
+import analyzer.detectors.reconnect_storm as reconnect_storm
+import analyzer.detectors.repeated_tool_call as repeated_tool_call
+import analyzer.detectors.response_on_get_stream as response_on_get_stream
+import analyzer.detectors.resume_after_termination as resume_after_termination
+import analyzer.detectors.resume_loop as resume_loop
+import analyzer.detectors.retry_violation as retry_violation
+import analyzer.detectors.stale_cursor as stale_cursor
+import analyzer.detectors.superseded_stream as superseded_stream
+from analyzer.detection import ANALYSIS_ERROR, ConfigError, Detector, DetectorConfig
 
 __all__ = [
     "ANALYSIS_ERROR",
@@ -45,96 +50,6 @@ __all__ = [
     "select_detectors",
     "validate_config",
 ]
-
-#: Id of the finding the runner writes for a detector that raised.
-ANALYSIS_ERROR: Final = "analysis-error"
-# Detectors run two at a time: each one's plans have serial stretches (building the plan, small
-# frames, operators on one thread) that the other fills (10M events from the cache: 7-8% less
-# wall time, +50 MB peak RSS).
-_AT_ONCE: Final = 2
-
-_ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-
-#: Validated `--config`: detector id -> threshold keyword -> value.
-DetectorConfig = Mapping[str, Mapping[str, object]]
-
-
-class ConfigError(SeamwatchError):
-    """A `--config` file, `--only` or `--disable` naming something that does not exist."""
-
-
-@dataclass(frozen=True)
-class Detector:
-    """One registry row: a detector's id, default severity, description and function.
-
-    `detect(timeline, *, threshold=default, ...)` returns a LazyFrame of findings columns (see
-    `analyzer.findings.as_findings`); its keyword-only parameters are the detector's
-    thresholds, configurable per id in `--config`, and are read into `thresholds` here.
-    `description` is the module docstring: its first line says what the detector flags, the
-    rest what it must not flag and what to change.
-    """
-
-    id: str
-    severity: Severity
-    description: str
-    detect: Callable[..., pl.LazyFrame]
-    thresholds: Mapping[str, object] = field(init=False, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        if not _ID.fullmatch(self.id):
-            raise ValueError(f"detector id {self.id!r} is not lowercase words joined by '-'")
-        if not isinstance(self.severity, Severity):
-            raise TypeError(f"{self.id}: severity must be a Severity")
-        if not (self.description or "").strip():
-            raise ValueError(f"{self.id}: a detector needs a description (its module docstring)")
-        object.__setattr__(self, "thresholds", _thresholds(self.id, self.detect))
-
-    @property
-    def summary(self) -> str:
-        """The first line of the description."""
-        return self.description.strip().splitlines()[0].strip()
-
-
-def _thresholds(detector_id: str, detect: Callable[..., pl.LazyFrame]) -> Mapping[str, object]:
-    """Read a detect function's keyword defaults; reject any other kind of parameter."""
-    params = list(inspect.signature(detect).parameters.values())
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if not params or params[0].kind not in positional:
-        raise TypeError(f"{detector_id}: detect must take the timeline as its first argument")
-    defaults: dict[str, object] = {}
-    for param in params[1:]:
-        if param.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise TypeError(f"{detector_id}: threshold {param.name!r} must be keyword-only")
-        if param.default is inspect.Parameter.empty:
-            raise TypeError(f"{detector_id}: threshold {param.name!r} needs a default")
-        defaults[param.name] = param.default
-    return types.MappingProxyType(defaults)
-
-
-# The registry imports the detector modules, which import `Detector` from this package: the
-# imports come after everything a detector module needs is defined.
-import analyzer.detectors.analysis_error as analysis_error  # noqa: E402
-import analyzer.detectors.capture_health as capture_health  # noqa: E402
-import analyzer.detectors.causal_gap as causal_gap  # noqa: E402
-import analyzer.detectors.counter_reset as counter_reset  # noqa: E402
-import analyzer.detectors.cross_replica_resume as cross_replica_resume  # noqa: E402
-import analyzer.detectors.cross_session_replay as cross_session_replay  # noqa: E402
-import analyzer.detectors.cross_stream_replay as cross_stream_replay  # noqa: E402
-import analyzer.detectors.double_delivery as double_delivery  # noqa: E402
-import analyzer.detectors.duplicate_event_id as duplicate_event_id  # noqa: E402
-import analyzer.detectors.duplicate_response as duplicate_response  # noqa: E402
-import analyzer.detectors.header_mismatch as header_mismatch  # noqa: E402
-import analyzer.detectors.lost_response as lost_response  # noqa: E402
-import analyzer.detectors.orphaned_incarnation as orphaned_incarnation  # noqa: E402
-import analyzer.detectors.phantom_resume as phantom_resume  # noqa: E402
-import analyzer.detectors.reconnect_storm as reconnect_storm  # noqa: E402
-import analyzer.detectors.repeated_tool_call as repeated_tool_call  # noqa: E402
-import analyzer.detectors.response_on_get_stream as response_on_get_stream  # noqa: E402
-import analyzer.detectors.resume_after_termination as resume_after_termination  # noqa: E402
-import analyzer.detectors.resume_loop as resume_loop  # noqa: E402
-import analyzer.detectors.retry_violation as retry_violation  # noqa: E402
-import analyzer.detectors.stale_cursor as stale_cursor  # noqa: E402
-import analyzer.detectors.superseded_stream as superseded_stream  # noqa: E402
 
 #: Every detector, in no particular order (reports sort findings themselves). A new detector
 #: module adds its row here.
@@ -163,181 +78,18 @@ DETECTORS: Final[tuple[Detector, ...]] = (
     orphaned_incarnation.DETECTOR,
 )
 
-
-def select_detectors(
-    *,
-    only: Iterable[str] | None = None,
-    disable: Iterable[str] | None = None,
-    detectors: Iterable[Detector] = DETECTORS,
-) -> tuple[Detector, ...]:
-    """The detectors to run, in id order; an unknown id in `only` or `disable` is a ConfigError.
-
-    `analysis-error` is always kept: disabling it must not hide a detector that failed. A
-    selection that leaves no other detector (an empty `--only`, or one `--disable` cancels) is a
-    ConfigError too: a run that judges nothing must not pass a CI job.
-    """
-    registry = _by_id(detectors)
-    only_ids = _known_ids(only, registry, "--only")
-    disabled = _known_ids(disable, registry, "--disable")
-    chosen = [
-        det
-        for det_id, det in sorted(registry.items())
-        if det_id == ANALYSIS_ERROR
-        or ((only_ids is None or det_id in only_ids) and det_id not in (disabled or set()))
-    ]
-    if not any(det.id != ANALYSIS_ERROR for det in chosen):
-        raise ConfigError("--only and --disable leave no detector to run")
-    return tuple(chosen)
+#: `analyzer.detection`'s runner and selection over this registry (`detectors=` chooses others).
+select_detectors: Final = partial(detection.select_detectors, detectors=DETECTORS)
+run_detectors: Final = partial(detection.run_detectors, detectors=DETECTORS)
 
 
 def load_config(path: Path, detectors: Iterable[Detector] = DETECTORS) -> DetectorConfig:
-    """Read a `--config` TOML file of `[detectors.<id>]` threshold tables and validate it."""
-    try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config {path} is not valid TOML: {e}") from e
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"config {path} is not UTF-8 text (byte {e.start})") from e
-    unknown = sorted(set(data) - {"detectors"})
-    if unknown:
-        raise ConfigError(f"config {path}: unknown table(s) {', '.join(unknown)}")
-    tables = data.get("detectors", {})
-    if not isinstance(tables, dict):
-        raise ConfigError(f"config {path}: 'detectors' must be a table of [detectors.<id>]")
-    try:
-        return validate_config(tables, detectors)
-    except ConfigError as e:
-        raise ConfigError(f"config {path}: {e}") from None
+    """`analyzer.detection.load_config` over this registry unless given other detectors."""
+    return detection.load_config(path, detectors)
 
 
 def validate_config(
     config: Mapping[str, object], detectors: Iterable[Detector] = DETECTORS
 ) -> DetectorConfig:
-    """Check detector ids, threshold names and value types; return the config as plain dicts."""
-    registry = _by_id(detectors)
-    out: dict[str, dict[str, object]] = {}
-    for det_id, table in sorted(config.items()):
-        det = registry.get(det_id)
-        if det is None:
-            raise ConfigError(f"unknown detector {det_id!r} (known: {', '.join(sorted(registry))})")
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"detectors.{det_id} must be a table of thresholds")
-        values: dict[str, object] = {}
-        for key, value in sorted(table.items()):
-            if key not in det.thresholds:
-                known = ", ".join(sorted(det.thresholds)) or "none"
-                raise ConfigError(
-                    f"unknown threshold {key!r} for detector {det_id} (its thresholds: {known})"
-                )
-            default = det.thresholds[key]
-            if not _same_kind(default, value):
-                raise ConfigError(
-                    f"detectors.{det_id}.{key} must be {type(default).__name__}, "
-                    f"not {type(value).__name__}"
-                )
-            value = _as_kind(default, value)
-            if isinstance(value, int | float) and not 0 <= value < math.inf:
-                raise ConfigError(f"detectors.{det_id}.{key} must be a finite number >= 0")
-            values[key] = value
-        out[det_id] = values
-    return out
-
-
-def run_detectors(
-    timeline: Timeline,
-    *,
-    only: Iterable[str] | None = None,
-    disable: Iterable[str] | None = None,
-    config: DetectorConfig | None = None,
-    detectors: Iterable[Detector] = DETECTORS,
-    on_start: Callable[[Detector], None] | None = None,
-) -> pl.DataFrame:
-    """Run the selected detectors on a timeline; return their findings in report order.
-
-    Each detector is collected on its own (two at a time). One that raises, or returns a frame
-    that is not findings, yields one `analysis-error` finding (high, its detail the exception)
-    and the others still run. `on_start` is told of each detector as it starts (progress display).
-    Raises ConfigError for an unknown id in `only`, `disable` or `config`.
-    """
-    registry = tuple(detectors)
-    chosen = select_detectors(only=only, disable=disable, detectors=registry)
-    thresholds = validate_config(config or {}, registry)
-
-    def run(det: Detector) -> pl.DataFrame:
-        try:
-            found = det.detect(timeline, **thresholds.get(det.id, {}))
-            # The streaming engine: a detector's scans of the record-level frames run in
-            # batches, so memory follows what the plan keeps, not the size of the capture.
-            frame = as_findings(found, detector=det.id, severity=det.severity).collect(
-                engine="streaming"
-            )
-            return validate_findings(frame)
-        except Exception as e:  # any failure of one detector, by design (STYLE.md item 5)
-            return analysis_error.finding(det.id, e)
-
-    # `_AT_ONCE` detectors run at a time, each started (and `on_start` told, in order) as soon
-    # as one before it is done; their findings are kept in registry order.
-    started: list[Future[pl.DataFrame]] = []
-    with ThreadPoolExecutor(max_workers=_AT_ONCE) as pool:
-        running: set[Future[pl.DataFrame]] = set()
-        for det in chosen:
-            if len(running) == _AT_ONCE:
-                _, running = wait(running, return_when=FIRST_COMPLETED)
-            if on_start is not None:
-                on_start(det)
-            started.append(pool.submit(run, det))
-            running.add(started[-1])
-    frames = [future.result() for future in started]
-    findings = pl.concat(frames, how="vertical") if frames else empty_findings()
-    return finish_findings(findings)
-
-
-def _by_id(detectors: Iterable[Detector]) -> dict[str, Detector]:
-    registry: dict[str, Detector] = {}
-    for det in detectors:
-        if det.id in registry:
-            raise ValueError(f"detector id {det.id!r} registered twice")
-        registry[det.id] = det
-    return registry
-
-
-def _known_ids(
-    ids: Iterable[str] | None, registry: Mapping[str, Detector], option: str
-) -> set[str] | None:
-    if ids is None:
-        return None
-    if isinstance(ids, str):  # "a,b" as the command line gives it
-        ids = ids.split(",")
-    chosen = {i.strip() for i in ids if i.strip()}
-    unknown = sorted(chosen - set(registry))
-    if unknown:
-        raise ConfigError(
-            f"{option}: unknown detector(s) {', '.join(unknown)} "
-            f"(known: {', '.join(sorted(registry))})"
-        )
-    return chosen
-
-
-def _as_kind(default: object, value: object) -> object:
-    """A config value in the type of the threshold's default."""
-    if isinstance(default, float) and isinstance(value, int):
-        return float(value)
-    if isinstance(default, tuple) and isinstance(value, list):
-        return tuple(value)
-    return value
-
-
-def _same_kind(default: object, value: Any) -> bool:
-    """Whether a TOML value may replace a threshold's default (ints widen to float)."""
-    if default is None:
-        return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, int | float)
-    if isinstance(default, tuple | list):
-        return isinstance(value, list)
-    return isinstance(value, type(default))
+    """`analyzer.detection.validate_config` over this registry unless given other detectors."""
+    return detection.validate_config(config, detectors)

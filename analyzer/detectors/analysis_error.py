@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import ANALYSIS_ERROR, Detector
-from analyzer.findings import Severity, empty_findings, findings_frame
+from analyzer.detection import ANALYSIS_ERROR, Detector, analysis_error_finding
+from analyzer.findings import Severity, empty_findings
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -24,25 +24,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     return empty_findings().lazy()
 
 
-def finding(detector_id: str, error: BaseException) -> pl.DataFrame:
-    """The one finding reporting that `detector_id` raised `error`."""
-    kind = type(error).__name__
-    message = str(error).strip() or "(no message)"
-    return findings_frame(
-        [
-            {
-                "detector": ANALYSIS_ERROR,
-                "severity": Severity.HIGH,
-                "title": f"detector {detector_id} failed: {kind}",
-                "detail": (
-                    f"{detector_id} raised {kind}: {message}\n"
-                    f"Its findings are missing from this report; the other detectors ran."
-                ),
-                # Distinct per failing detector and error kind; the message may hold paths.
-                "fingerprint_extra": [detector_id, kind],
-            }
-        ]
-    )
+#: The runner's finding for a detector that raised.
+finding = analysis_error_finding
 
 
 DETECTOR: Final[Detector] = Detector(

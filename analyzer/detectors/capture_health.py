@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import SEVERITY_DTYPE, Severity, finding_rows
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.counters import NOT_EPOCH, id_counter
 

@@ -9,8 +9,6 @@ replicas identified differently (a header value against an upstream address), re
 with an error, foreign or unknown cursors (`stale-cursor`), and a resume whose answer delivered
 the response to its stream's request from another replica than the one that ran the request:
 that replica reads the stream's log (a shared event store: a correct deployment, not luck).
-What to change: sticky routing on `Mcp-Session-Id`, or a session-scoped authoritative event log
-shared by every replica.
 """
 
 from __future__ import annotations
@@ -19,11 +17,17 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Route each session to one replica (sticky routing on Mcp-Session-Id) or keep a "
+    "session-scoped authoritative event log every replica reads."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -43,7 +47,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     owed = pl.when(pl.col("response_owed") & pl.col("request_id").is_not_null()).then(
         pl.format(" The stream still owed the response to request {}.", "request_id")
     )
-    return (
+    return emit(
         timeline.resumptions.filter(
             (pl.col("status") == "resolved")
             & (pl.col("method") == "GET")
@@ -61,50 +65,48 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .filter(pl.col("replica_source") == pl.col("_cursor_source"))
         .join(requests, on="stream_id", how="left")
         .join(delivered, on="flow_id", how="left")
-        .filter(~reads_the_log)
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.format(
-                "resume from {} answered by {}, cursor issued by {}",
-                "cursor",
-                "answer_replica",
-                "cursor_replica",
-            ).alias("title"),
-            pl.format(
-                "Session {}: GET {} resumed stream {} from Last-Event-ID {}, issued by replica {} "
-                "(flow {}), but replica {} answered it ({}, {} event(s), {} with a payload).{} "
-                "Unless every replica reads one session-scoped event log, the answering replica "
-                "cannot know what followed the cursor: this resume worked, if it did, by luck "
-                "(duplicate-event-id, phantom-resume and causal-gap say whether data was lost "
-                "or repeated here). Route each session to one replica (sticky routing on "
-                "Mcp-Session-Id) or keep a session-scoped authoritative event log every replica "
-                "reads.",
-                "session_id",
-                "flow_id",
-                "stream_id",
-                "cursor",
-                "cursor_replica",
-                "cursor_flow_id",
-                "answer_replica",
-                "answer_status",
-                pl.col("answer_events").fill_null(0),
-                pl.col("answer_payload_events").fill_null(0),
-                owed.otherwise(pl.lit("")),
-            ).alias("detail"),
-            pl.concat_list("cursor_flow_id", "flow_id").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("cursor").alias("event_ids"),
-            pl.when(pl.col("response_owed"))
-            .then(pl.concat_list("request_id"))
-            .otherwise(pl.lit([], dtype=pl.List(pl.String)))
-            .alias("request_ids"),
-            pl.col("cursor_ts").alias("first_ts"),
-            pl.col("ts").alias("last_ts"),
-        )
+        .filter(~reads_the_log),
+        title=pl.format(
+            "resume from {} answered by {}, cursor issued by {}",
+            "cursor",
+            "answer_replica",
+            "cursor_replica",
+        ),
+        detail=pl.format(
+            "Session {}: GET {} resumed stream {} from Last-Event-ID {}, issued by replica "
+            "{} (flow {}), but replica {} answered it ({}, {} event(s), {} with a "
+            "payload).{} Unless every replica reads one session-scoped event log, the "
+            "answering replica cannot know what followed the cursor: this resume worked, if "
+            "it did, by luck (duplicate-event-id, phantom-resume and causal-gap say whether "
+            "data was lost or repeated here).",
+            "session_id",
+            "flow_id",
+            "stream_id",
+            "cursor",
+            "cursor_replica",
+            "cursor_flow_id",
+            "answer_replica",
+            "answer_status",
+            pl.col("answer_events").fill_null(0),
+            pl.col("answer_payload_events").fill_null(0),
+            owed.otherwise(pl.lit("")),
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("cursor_flow_id", "flow_id"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("cursor"),
+        request_ids=pl.when(pl.col("response_owed"))
+        .then(pl.concat_list("request_id"))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        first_ts="cursor_ts",
+        last_ts="ts",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="cross-replica-resume", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="cross-replica-resume",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

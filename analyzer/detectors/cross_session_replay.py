@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.replays import foreign_session_events, same_origin
 

@@ -9,9 +9,6 @@ Must not flag: S's own messages replayed on its incarnations (a response to S's 
 is S's, even when the client reused that id in its session: `analyzer.timeline.answers`),
 id-only priming events, equal payloads under fresh event ids (new messages), events whose id
 recurs with another payload (`duplicate-event-id`).
-What to change: key the event store by stream (an event id that encodes its stream, as the
-TypeScript SDK's `<streamId>_<epoch-ms>_<rand>`), replay only the resolved stream's events after
-the cursor, and keep event ids unique across the session.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: foreign events and foreign responses are found by
@@ -23,13 +20,19 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _KEYS: Final = ("session_id", "stream_id", "flow_id", "incarnation", "ts")
+
+
+REMEDY: Final = (
+    "key the event store by stream (event ids that encode their stream), replay only the "
+    "resolved stream's events after the cursor, keep event ids session-unique."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -88,33 +91,34 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .join(timeline.incarnations.select("flow_id", "cursor", "replica"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )
-    return found.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format("Resume of stream {} replayed messages of stream(s) {}", "stream_id",
-                  pl.col("others").list.join(", ")).alias("title"),
-        pl.format(
-            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}, incarnation {}, "
-            "replica {}) delivered message(s) first sent on other logical stream(s) {}: event "
-            "ids [{}], responses to requests [{}]. A resume must replay only the disconnected "
-            "stream's messages; the client now holds these twice or on the wrong stream. What to "
-            "change: key the event store by stream (event ids that encode their stream), replay "
-            "only the resolved stream's events after the cursor, keep event ids session-unique.",
+    return emit(
+        found,
+        title=pl.format("Resume of stream {} replayed messages of stream(s) {}", "stream_id",
+                  pl.col("others").list.join(", ")),
+        detail=pl.format(
+            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}, incarnation "
+            "{}, replica {}) delivered message(s) first sent on other logical stream(s) {}: "
+            "event ids [{}], responses to requests [{}]. A resume must replay only the "
+            "disconnected stream's messages; the client now holds these twice or on the "
+            "wrong stream. What to change:",
             "session_id", "stream_id", "cursor", "flow_id", "incarnation",
             pl.col("replica").fill_null("unknown"),
             pl.col("others").list.join(", "),
             pl.col("event_ids").list.join(", "),
             pl.col("request_ids").list.join(", "),
-        ).alias("detail"),
-        pl.concat_list("flow_id").alias("flow_ids"),
-        pl.concat_list("stream_id", "others").alias("stream_ids"),
-        "event_ids",
-        "request_ids",
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id"),
+        stream_ids=pl.concat_list("stream_id", "others"),
+        event_ids="event_ids",
+        request_ids="request_ids",
     )  # fmt: skip
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="cross-stream-replay", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="cross-stream-replay",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -8,9 +8,7 @@ stored response from the replay, then the same event again from the send that st
 flagged: a replay on a later incarnation (the client asked for it with its cursor), id-only
 priming events, equal payloads under different event ids (new notifications; an answer
 repeated under a fresh id is `duplicate-response` or, from another session's store,
-`cross-session-replay`), the same id with a different payload (`duplicate-event-id`). What to
-change: servers write each stored event to a connection once, tracking what a replay already
-delivered, instead of writing from both the store and the sender.
+`cross-session-replay`), the same id with a different payload (`duplicate-event-id`).
 """
 
 from __future__ import annotations
@@ -19,11 +17,16 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+REMEDY: Final = (
+    "Servers should write each stored event to a connection once, tracking what a replay "
+    "already delivered, instead of writing from both the store and the sender."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -55,41 +58,36 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .then(pl.format("{} {}", "_kind", "rpc_id"))
         .otherwise(pl.format("{} {}", pl.col("_method").fill_null("message"), "_event_id"))
     )
-    return (
-        twice.join(eras, on="stream_id", how="left")
-        .sort("session_id", "first_ts", "flow_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(is_answer).then(pl.lit("high")).otherwise(pl.lit("medium")).alias("severity"),
-            pl.format("{} delivered {} times on one response", what, "_times").alias("title"),
-            pl.format(
-                "Session {}: response {} (incarnation {} of stream {}) carried {} {} times with "
-                "the same payload (event id {}). The client receives one message twice on one "
-                "connection, where no replay was asked for, and may act on it twice. Servers "
-                "should write each stored event to a connection once, tracking what a replay "
-                "already delivered, instead of writing from both the store and the sender.",
-                "session_id",
-                "flow_id",
-                "incarnation",
-                "stream_id",
-                what,
-                "_times",
-                "_event_id",
-            ).alias("detail"),
-            pl.concat_list("flow_id").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("_event_id").alias("event_ids"),
-            pl.when(is_answer)
-            .then(pl.concat_list("rpc_id"))
-            .otherwise(pl.lit([], dtype=pl.List(pl.String)))
-            .alias("request_ids"),
-            "first_ts",
-            "last_ts",
-        )
+    return emit(
+        twice.join(eras, on="stream_id", how="left").sort("session_id", "first_ts", "flow_id"),
+        severity=pl.when(is_answer).then(pl.lit("high")).otherwise(pl.lit("medium")),
+        title=pl.format("{} delivered {} times on one response", what, "_times"),
+        detail=pl.format(
+            "Session {}: response {} (incarnation {} of stream {}) carried {} {} times with "
+            "the same payload (event id {}). The client receives one message twice on one "
+            "connection, where no replay was asked for, and may act on it twice.",
+            "session_id",
+            "flow_id",
+            "incarnation",
+            "stream_id",
+            what,
+            "_times",
+            "_event_id",
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("_event_id"),
+        request_ids=pl.when(is_answer)
+        .then(pl.concat_list("rpc_id"))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String))),
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="double-delivery", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="double-delivery",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.keys import SESSIONLESS

@@ -8,8 +8,7 @@ MUST reject a mismatch; flagged is one it answered 2xx (medium: a gateway routed
 rate-limited on a value the server did not execute). Values are compared after decoding the
 `=?base64?...?=` sentinel, so base64-wrapped values that decode equal are not flagged; integer
 arguments compare numerically; a header whose body value is absent is not judged, nor an
-`Mcp-Param-*` header of a tool whose schema was not captured. What to change: servers validate
-the headers against the body and answer 400 (HEADER_MISMATCH); clients build them from the body.
+`Mcp-Param-*` header of a tool whose schema was not captured.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity, finding_rows
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit, finding_rows
 from analyzer.timeline import payloads_of
 
 if TYPE_CHECKING:
@@ -89,6 +88,12 @@ def _paths_frame(found: dict[tuple[str, str], str]) -> pl.DataFrame:
         schema={"_tool": pl.String, "_token": pl.String, "_path": pl.String},
         orient="row",
     )
+
+
+REMEDY: Final = (
+    "Servers must validate the Mcp-* headers against the body and answer 400 "
+    "(HEADER_MISMATCH); clients should build the headers from the body they send."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -173,31 +178,32 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("ts").max().alias("last_ts"),
         )
     )
-    return wrong.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format(
+    return emit(
+        wrong,
+        title=pl.format(
             "{} disagrees with the body of {} accepted request(s)",
             "name",
             pl.col("flow_ids").list.len(),
-        ).alias("title"),
-        pl.format(
-            "Session {}: the server answered 2xx to request(s) whose {} header disagrees with the "
-            "JSON-RPC body (after base64-sentinel decoding): {}. Gateways route, authorize and "
-            "rate-limit on these headers, so the request was handled on a value the server did "
-            "not execute. Servers must validate the Mcp-* headers against the body and answer "
-            "400 (HEADER_MISMATCH); clients should build the headers from the body they send.",
+        ),
+        detail=pl.format(
+            "Session {}: the server answered 2xx to request(s) whose {} header disagrees "
+            "with the JSON-RPC body (after base64-sentinel decoding): {}. Gateways route, "
+            "authorize and rate-limit on these headers, so the request was handled on a "
+            "value the server did not execute.",
             "session_id",
             "name",
             pl.col("_pairs").list.join("; "),
-        ).alias("detail"),
-        "flow_ids",
-        "request_ids",
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        request_ids="request_ids",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="header-mismatch", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="header-mismatch",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

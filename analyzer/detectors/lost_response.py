@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
 from analyzer.timeline.keys import SESSIONLESS

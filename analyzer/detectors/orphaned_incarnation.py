@@ -8,9 +8,7 @@ that now go to the newer one; punkpeye/fastmcp #331, a second resume with the sa
 Last-Event-ID silently replacing the first). Not flagged: an incarnation that ended (either
 side) before or within `overlap_s` of the resume's answer, a resume refused (409 and the like),
 an older incarnation that still carried events after the resume, new streams (a GET without a
-cursor opens another logical stream: `superseded-stream`). What to change: servers refuse a
-resume of a stream that has a live connection (409, as the official SDKs do) or end the older
-connection first; clients close a connection before resuming its stream.
+cursor opens another logical stream: `superseded-stream`).
 """
 
 from __future__ import annotations
@@ -19,11 +17,17 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Servers should refuse a resume of a stream with a live connection (409) or end the "
+    "older connection first; clients should close a connection before resuming its stream."
+)
 
 
 def detect(timeline: Timeline, *, overlap_s: float = 1.0) -> pl.LazyFrame:
@@ -59,45 +63,44 @@ def detect(timeline: Timeline, *, overlap_s: float = 1.0) -> pl.LazyFrame:
         .unique()
     )
     streams = timeline.streams.select("stream_id", "era", "kind", "request_id")
-    return (
+    return emit(
         overlapping.join(later_events, on="flow_id", how="anti")
         .join(streams, on="stream_id", how="left")
-        .sort("session_id", "_new_ts", "flow_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.format(
-                "Incarnation {} of stream {} orphaned by a later resume", "incarnation", "stream_id"
-            ).alias("title"),
-            pl.format(
-                "Session {}: stream {} ({} stream) was resumed (GET {}, Last-Event-ID {}, answered "
-                "200) while its incarnation {} (flow {}) was still open; that connection then "
-                "carried nothing more and was not closed ({}). Two incarnations of one stream "
-                "were live at once and the older one is orphaned: whoever reads it waits for "
-                "messages that now go to the newer one. Servers should refuse a resume of a "
-                "stream with a live connection (409) or end the older connection first; clients "
-                "should close a connection before resuming its stream.",
-                "session_id",
-                "stream_id",
-                pl.col("kind").cast(pl.String).fill_null("?"),
-                "_new_flow",
-                "_new_cursor",
-                "incarnation",
-                "flow_id",
-                pl.when(pl.col("end_ts").is_null())
-                .then(pl.lit("open at the end of the capture"))
-                .otherwise(pl.format("it ended only at {}", pl.col("end_ts").dt.to_string())),
-            ).alias("detail"),
-            pl.concat_list("flow_id", "_new_flow").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("_new_cursor").alias("event_ids"),
-            pl.concat_list("request_id").list.drop_nulls().alias("request_ids"),
-            pl.col("_new_ts").alias("first_ts"),
-            pl.coalesce("end_ts", "_new_ts").alias("last_ts"),
-        )
+        .sort("session_id", "_new_ts", "flow_id"),
+        title=pl.format(
+            "Incarnation {} of stream {} orphaned by a later resume", "incarnation", "stream_id"
+        ),
+        detail=pl.format(
+            "Session {}: stream {} ({} stream) was resumed (GET {}, Last-Event-ID {}, "
+            "answered 200) while its incarnation {} (flow {}) was still open; that "
+            "connection then carried nothing more and was not closed ({}). Two incarnations "
+            "of one stream were live at once and the older one is orphaned: whoever reads it "
+            "waits for messages that now go to the newer one.",
+            "session_id",
+            "stream_id",
+            pl.col("kind").cast(pl.String).fill_null("?"),
+            "_new_flow",
+            "_new_cursor",
+            "incarnation",
+            "flow_id",
+            pl.when(pl.col("end_ts").is_null())
+            .then(pl.lit("open at the end of the capture"))
+            .otherwise(pl.format("it ended only at {}", pl.col("end_ts").dt.to_string())),
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id", "_new_flow"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("_new_cursor"),
+        request_ids=pl.concat_list("request_id").list.drop_nulls(),
+        first_ts="_new_ts",
+        last_ts=pl.coalesce("end_ts", "_new_ts"),
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="orphaned-incarnation", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="orphaned-incarnation",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 from analyzer.timeline import payloads_of
 from analyzer.timeline.counters import resume_counters

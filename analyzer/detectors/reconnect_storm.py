@@ -8,9 +8,7 @@ nowhere to go, and the loop only stops when something breaks it; python-sdk #325
 flagged: a standalone stream that carried any event (a priming event gives the client a cursor
 to resume), GETs answered with anything but a 200 event stream (405, 409, 404), a stream the
 client closed, an idle stream the server ended after `max_open_s`, reconnects later than
-`max_gap_s`, runs shorter than `min_streams`. What to change: servers that cannot hold a
-standalone stream answer the GET with 405 (or send a priming event and a `retry:` before
-closing); clients count a stream that ended empty as a failed attempt and back off.
+`max_gap_s`, runs shorter than `min_streams`.
 """
 
 from __future__ import annotations
@@ -19,11 +17,18 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Servers that cannot hold a standalone stream should answer the GET with 405, or send a "
+    "priming event and a retry: field before closing; clients should count an empty stream "
+    "as a failed attempt and back off."
+)
 
 
 def detect(
@@ -69,33 +74,33 @@ def detect(
         )
         .filter(pl.col("flow_ids").list.len() >= min_streams)
     )
-    return storms.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format(
+    return emit(
+        storms,
+        title=pl.format(
             "{} standalone GET streams ended empty by the server and reopened at once",
             pl.col("flow_ids").list.len(),
-        ).alias("title"),
-        pl.format(
+        ),
+        detail=pl.format(
             "Session {}: the client opened its standalone stream {} times in a row (GETs {}; "
-            "answered by {}) and each time the server answered 200 and ended the event stream "
-            "with no event at all, so the client never held a cursor and reconnected at once. "
-            "Nothing the server sends outside a request can reach this client, and the loop "
-            "only stops when something breaks it. Servers that cannot hold a standalone stream "
-            "should answer the GET with 405, or send a priming event and a retry: field before "
-            "closing; clients should count an empty stream as a failed attempt and back off.",
+            "answered by {}) and each time the server answered 200 and ended the event "
+            "stream with no event at all, so the client never held a cursor and reconnected "
+            "at once. Nothing the server sends outside a request can reach this client, and "
+            "the loop only stops when something breaks it.",
             "session_id",
             pl.col("flow_ids").list.len(),
             pl.col("flow_ids").list.join(", "),
             pl.col("_replicas").list.join(", "),
-        ).alias("detail"),
-        "flow_ids",
-        pl.col("flow_ids").alias("stream_ids"),
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        stream_ids="flow_ids",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="reconnect-storm", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="reconnect-storm",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

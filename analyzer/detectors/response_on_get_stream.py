@@ -8,8 +8,6 @@ may not route to its pending request, or one the server also sent (or owed) else
 An error response with a null id (a parse error the server could tie to no request) is low.
 Must not flag: correct replays on a GET incarnation of a request's stream, legacy HTTP+SSE
 (2024-11-05) sessions, whose single GET stream carries every response by design.
-What to change: send each response on the stream of the POST that carried its request; resolve a
-Last-Event-ID to the stream that issued it and replay only that stream's messages there.
 """
 
 # Longer than the 80 lines of STYLE.md item 8 by its detail text only.
@@ -20,11 +18,17 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "send each response on its request's POST stream, and resolve a Last-Event-ID to the "
+    "stream that issued it so only that stream is replayed."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -39,56 +43,54 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .then(pl.format("with Last-Event-ID {} that its session never issued", "stale_cursor"))
         .otherwise(pl.lit("without a cursor"))
     )
-    return (
+    return emit(
         timeline.rpc_messages.filter(
             (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
         )
         .join(gets, on="stream_id")
         .join(legacy, on="session_id", how="anti")
-        .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(null_id & (pl.col("kind") == "error"))
-            .then(pl.lit(Severity.LOW.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value))
-            .alias("severity"),
-            pl.format(
-                "{} {} on standalone GET stream {}",
-                "kind",
-                pl.col("rpc_id").fill_null("null"),
-                "stream_id",
-            ).alias("title"),
-            pl.format(
-                "Session {}: standalone GET stream {} (opened {}, replica {}) carried a JSON-RPC "
-                "{} with id {} (event {}, flow {}, replica {}, incarnation {}). The GET stream "
-                "must not carry a response unless it resumes the stream of the request's POST, "
-                "and this one resumes none: the client may never match it to its pending request,"
-                " or the server sent it here instead of (or as well as) on the request's own "
-                "stream. What to change: send each response on its request's POST stream, and "
-                "resolve a Last-Event-ID to the stream that issued it so only that stream is "
-                "replayed.",
-                "session_id",
-                "stream_id",
-                opened,
-                pl.col("opened_on").fill_null("unknown"),
-                "kind",
-                pl.col("rpc_id").fill_null("null"),
-                pl.col("event_id").fill_null("none"),
-                "flow_id",
-                pl.col("replica").fill_null("unknown"),
-                "incarnation",
-            ).alias("detail"),
-            pl.concat_list("flow_id").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("event_id").list.drop_nulls().alias("event_ids"),
-            pl.concat_list(pl.when(~null_id).then("rpc_id")).list.drop_nulls().alias("request_ids"),
-            pl.col("ts").alias("first_ts"),
-            pl.col("ts").alias("last_ts"),
-        )
+        .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left"),
+        severity=pl.when(null_id & (pl.col("kind") == "error"))
+        .then(pl.lit(Severity.LOW.value))
+        .otherwise(pl.lit(Severity.MEDIUM.value)),
+        title=pl.format(
+            "{} {} on standalone GET stream {}",
+            "kind",
+            pl.col("rpc_id").fill_null("null"),
+            "stream_id",
+        ),
+        detail=pl.format(
+            "Session {}: standalone GET stream {} (opened {}, replica {}) carried a JSON-RPC "
+            "{} with id {} (event {}, flow {}, replica {}, incarnation {}). The GET stream "
+            "must not carry a response unless it resumes the stream of the request's POST, "
+            "and this one resumes none: the client may never match it to its pending "
+            "request, or the server sent it here instead of (or as well as) on the request's "
+            "own stream. What to change:",
+            "session_id",
+            "stream_id",
+            opened,
+            pl.col("opened_on").fill_null("unknown"),
+            "kind",
+            pl.col("rpc_id").fill_null("null"),
+            pl.col("event_id").fill_null("none"),
+            "flow_id",
+            pl.col("replica").fill_null("unknown"),
+            "incarnation",
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("event_id").list.drop_nulls(),
+        request_ids=pl.concat_list(pl.when(~null_id).then("rpc_id")).list.drop_nulls(),
+        first_ts="ts",
+        last_ts="ts",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="response-on-get-stream", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="response-on-get-stream",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -6,9 +6,7 @@ in that session answered 2xx means the server (or another replica behind the bal
 serves a session that is gone: the client may act in a session whose state was dropped, and a
 replay may come from a log that should have been deleted (high). Not flagged: requests already in
 flight when the session ended (sent before the DELETE or 404 was answered), the ending exchange
-itself, answers of 404 or 4xx. What to change: share session termination across replicas (a
-session-scoped store that all replicas consult), answer 404 to every request of an ended session,
-and have clients drop the session id and its cursors once the session ends.
+itself, answers of 404 or 4xx.
 """
 
 from __future__ import annotations
@@ -17,11 +15,18 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Share session termination across replicas (a session-scoped store all replicas "
+    "consult), answer 404 to every request of an ended session, and have clients drop the "
+    "session id and its cursors once it ends."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -58,22 +63,18 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )
     how = pl.when(pl.col("_end_how") == "delete").then(pl.lit("a DELETE answered 2xx"))
-    return accepted.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format(
+    return emit(
+        accepted,
+        title=pl.format(
             "{} request(s) accepted after the session ended ({})",
             pl.col("_flows").list.len(),
             pl.col("_end_how").cast(pl.String),
-        ).alias("title"),
-        pl.format(
+        ),
+        detail=pl.format(
             "Session {} ended with {} (flow {}), yet {} later request(s) were answered 2xx "
             "(flows {}; {} of them resumes with Last-Event-ID {}; replica(s) {}). The server "
-            "still serves a session that is gone: the client acts in a session whose state was "
-            "dropped, and a replay may come from a log that should have been deleted. Share "
-            "session termination across replicas (a session-scoped store all replicas consult), "
-            "answer 404 to every request of an ended session, and have clients drop the session "
-            "id and its cursors once it ends.",
+            "still serves a session that is gone: the client acts in a session whose state "
+            "was dropped, and a replay may come from a log that should have been deleted.",
             "session_id",
             how.otherwise(pl.lit("a 404 to a request carrying it")),
             "_end_flow",
@@ -86,16 +87,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.when(pl.col("_replicas").list.len() > 0)
             .then(pl.col("_replicas").list.join(", "))
             .otherwise(pl.lit("unknown")),
-        ).alias("detail"),
-        pl.concat_list(pl.col("_end_flow"), "_flows").alias("flow_ids"),
-        "stream_ids",
-        "event_ids",
-        "request_ids",
-        pl.col("_end_ts").alias("first_ts"),
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list(pl.col("_end_flow"), "_flows"),
+        stream_ids="stream_ids",
+        event_ids="event_ids",
+        request_ids="request_ids",
+        first_ts="_end_ts",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="resume-after-termination", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="resume-after-termination",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

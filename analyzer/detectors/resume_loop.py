@@ -6,9 +6,7 @@ stream's response was owed at each resume and never arrived (medium: the client 
 the server no longer feeds, and will retry or give up on a request that may have run). Not
 flagged: polling that delivers the response in the end (server closes with `retry`, client
 resumes, the response arrives later), runs shorter than `min_resumes`, runs broken by a resume
-that delivered a message. What to change: servers answer a cursor they cannot continue with an
-error (404/400) rather than an empty stream, keep the stream's events in a session-scoped log
-until its response is delivered; clients cap resumes and back off.
+that delivered a message.
 """
 
 from __future__ import annotations
@@ -17,11 +15,18 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+REMEDY: Final = (
+    "Servers should answer a cursor they cannot continue with an error (404/400) instead of an "
+    "empty stream and keep the stream's events in a session-scoped log until its response is "
+    "delivered; clients should cap resumes, back off, and re-issue side-effecting requests "
+    "only with idempotency keys."
+)
 
 
 def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
@@ -55,22 +60,18 @@ def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
         )
         .filter(pl.col("flow_ids").list.len() >= min_resumes)
     )
-    return runs.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format(
+    return emit(
+        runs,
+        title=pl.format(
             "{} resumes of stream {} with no new message",
             pl.col("flow_ids").list.len(),
             "stream_id",
-        ).alias("title"),
-        pl.format(
+        ),
+        detail=pl.format(
             "Session {}: the stream of request {} (stream {}) was resumed {} times in a row "
             "(GETs {}; Last-Event-ID {}; answered {}) and no resume brought a new message, while "
             "its response was owed and never arrived. The client spins on a stream the server no "
-            "longer feeds. Servers should answer a cursor they cannot continue with an error "
-            "(404/400) instead of an empty stream and keep the stream's events in a "
-            "session-scoped log until its response is delivered; clients should cap resumes, "
-            "back off, and re-issue side-effecting requests only with idempotency keys.",
+            "longer feeds.",
             "session_id",
             pl.col("request_id").fill_null("?"),
             "stream_id",
@@ -78,16 +79,19 @@ def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
             pl.col("flow_ids").list.join(", "),
             pl.col("event_ids").list.join(", "),
             pl.col("_status").list.join(", "),
-        ).alias("detail"),
-        "flow_ids",
-        pl.concat_list("stream_id").alias("stream_ids"),
-        "event_ids",
-        pl.concat_list("request_id").list.drop_nulls().alias("request_ids"),
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids="event_ids",
+        request_ids=pl.concat_list("request_id").list.drop_nulls(),
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="resume-loop", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="resume-loop",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

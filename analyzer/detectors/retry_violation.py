@@ -5,8 +5,6 @@ that long before it resumes (2025-11-25): a resume sooner than the last `retry` 
 carried, less `tolerance` (a fraction, default 10%), is flagged (medium: a server that closed to
 shed load or to move the stream is hit again before its state is ready). Not flagged: streams the
 client closed (it may resume at once), resumes after the wait, streams that never sent `retry`.
-What to change: clients honour the stream's last `retry` (and back off) before sending
-Last-Event-ID.
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 from analyzer.timeline.order import latest_before
 
 if TYPE_CHECKING:
@@ -24,6 +22,9 @@ if TYPE_CHECKING:
 
 # A server close is recorded as `complete` (the response ended cleanly) or `server_closed`.
 _SERVER_CLOSE: Final = ("complete", "server_closed")
+REMEDY: Final = (
+    "Clients should honour the stream's last `retry` (and back off) before sending Last-Event-ID."
+)
 
 
 def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
@@ -63,17 +64,15 @@ def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
         & (pl.col("_prev_end_ts") <= pl.col("ts"))
         & (wait_ms < pl.col("_retry_ms") * (1.0 - tolerance))
     ).with_columns(wait_ms.round(1).alias("_wait_ms"))
-    return found.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left").select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format("resume after {} ms, retry was {} ms", "_wait_ms", "_retry_ms").alias("title"),
-        pl.format(
+    return emit(
+        found.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left"),
+        title=pl.format("resume after {} ms, retry was {} ms", "_wait_ms", "_retry_ms"),
+        detail=pl.format(
             "Session {}: the server closed the connection of stream {} (flow {}, replica {}) after "
             "`retry: {}`, and the client resumed it {} ms later (GET {}, Last-Event-ID {}), "
             "sooner than the spec's wait (2025-11-25: the client MUST wait the retry time before "
             "resuming). A server that closes to shed load or to hand the stream over is hit again "
-            "before it is ready, and a resume answered too early may replay nothing. Clients "
-            "should honour the stream's last `retry` (and back off) before sending Last-Event-ID.",
+            "before it is ready, and a resume answered too early may replay nothing.",
             "session_id",
             "stream_id",
             "_prev_flow",
@@ -82,15 +81,20 @@ def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
             "_wait_ms",
             "flow_id",
             "cursor",
-        ).alias("detail"),
-        pl.concat_list("_prev_flow", "flow_id").alias("flow_ids"),
-        pl.concat_list("stream_id").alias("stream_ids"),
-        pl.concat_list("cursor").alias("event_ids"),
-        pl.col("_prev_end_ts").alias("first_ts"),
-        pl.col("ts").alias("last_ts"),
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("_prev_flow", "flow_id"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("cursor"),
+        first_ts="_prev_end_ts",
+        last_ts="ts",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="retry-violation", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="retry-violation",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

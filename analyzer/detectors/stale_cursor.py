@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import Severity
 
 if TYPE_CHECKING:

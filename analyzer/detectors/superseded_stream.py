@@ -6,9 +6,7 @@ time, or nothing: messages get duplicated or lost (medium: the conditions are pr
 the older stream was still connected when the newer one opened (the server kept both, as the
 spec allows, and the resume may be meant) or when the server refused the resume. Not flagged:
 POST streams, resumes of the latest GET stream, a new GET stream after the old one's last
-resume. What to change: clients resume only the latest standalone stream (drop older GET
-streams' cursors when opening a new one); servers encode the stream in event ids and refuse
-cursors of a replaced stream.
+resume.
 """
 
 from __future__ import annotations
@@ -17,11 +15,18 @@ from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
-from analyzer.detectors import Detector
-from analyzer.findings import Severity
+from analyzer.detection import Detector
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Clients should resume only the latest standalone stream and drop older GET streams' "
+    "cursors when opening a new one; servers should encode the stream in event ids and "
+    "refuse a replaced stream's cursor."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -73,24 +78,18 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("ts").max().alias("last_ts"),
         )
     )
-    return found.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.when(pl.col("_kept") | ~pl.col("_answered"))
+    return emit(
+        found,
+        severity=pl.when(pl.col("_kept") | ~pl.col("_answered"))
         .then(pl.lit("low"))
-        .otherwise(pl.lit("medium"))
-        .alias("severity"),
-        pl.format("replaced GET stream resumed from {}", pl.col("event_ids").list.join(", ")).alias(
-            "title"
-        ),
-        pl.format(
-            "Session {}: standalone GET stream {} was resumed (GET {}, Last-Event-ID {}) after GET "
-            "stream {} had replaced it{}. Servers keep one replay log per session's standalone "
-            "stream (the official SDKs key it per session), so such a resume replays the newer "
-            "stream's messages a second time, or nothing: messages get duplicated or lost. "
-            "Clients should resume only the latest standalone stream and drop older GET streams' "
-            "cursors when opening a new one; servers should encode the stream in event ids and "
-            "refuse a replaced stream's cursor.",
+        .otherwise(pl.lit("medium")),
+        title=pl.format("replaced GET stream resumed from {}", pl.col("event_ids").list.join(", ")),
+        detail=pl.format(
+            "Session {}: standalone GET stream {} was resumed (GET {}, Last-Event-ID {}) "
+            "after GET stream {} had replaced it{}. Servers keep one replay log per "
+            "session's standalone stream (the official SDKs key it per session), so such a "
+            "resume replays the newer stream's messages a second time, or nothing: messages "
+            "get duplicated or lost.",
             "session_id",
             "stream_id",
             pl.col("flow_ids").list.join(", "),
@@ -101,15 +100,18 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             .when(~pl.col("_answered"))
             .then(pl.lit(" (the server refused the resume: nothing was replayed)"))
             .otherwise(pl.lit("")),
-        ).alias("detail"),
-        "flow_ids",
-        pl.concat_list("stream_id", "_new_stream_id").alias("stream_ids"),
-        "event_ids",
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        stream_ids=pl.concat_list("stream_id", "_new_stream_id"),
+        event_ids="event_ids",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="superseded-stream", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="superseded-stream",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -17,12 +17,12 @@ from urllib.parse import urlsplit
 
 import polars as pl
 
-from analyzer.cli import EXIT_OK, UsageError
+from analyzer.analysis import load_timeline
+from analyzer.command import EXIT_OK, UsageError
 from analyzer.detectors import run_detectors
 from analyzer.otlp import OtlpError
 from analyzer.otlp.spans import iter_spans
 from analyzer.otlp.wire import send, to_otlp_json
-from analyzer.report.run import load_timeline
 from analyzer.scratch import scratch_prefix
 
 if TYPE_CHECKING:

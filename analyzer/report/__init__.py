@@ -15,7 +15,7 @@ from typing import Final
 import polars as pl
 
 from analyzer.baseline import BaselineOutcome
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import EVIDENCE_COLUMNS, FINDINGS_SCHEMA, Severity, validate_findings
 
 __all__ = [

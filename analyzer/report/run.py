@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import polars as pl
 
-from analyzer import SeamwatchError
+from analyzer.analysis import load_timeline
 from analyzer.baseline import (
     Baseline,
     BaselineError,
@@ -30,7 +30,7 @@ from analyzer.baseline import (
     load_baseline,
     render_baseline,
 )
-from analyzer.cli import EXIT_FINDINGS, EXIT_OK, UsageError, writable_by_others
+from analyzer.command import EXIT_FINDINGS, EXIT_OK, UsageError, one_line, writable_by_others
 from analyzer.detectors import (
     ConfigError,
     Detector,
@@ -136,8 +136,8 @@ def analyze_paths(
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
 
-    # Large timeline frames wait on disk while the detectors read them (a few hundred MB at
-    # 10M events); the folder lives as long as the analysis.
+    # Large timeline frames wait on disk while the detectors read them, so memory follows what
+    # a detector keeps rather than the capture's size; the folder lives as long as the analysis.
     scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix("spill"))
     with _progress() as progress, scratch as spill, _warnings_on_stderr():
         progress.step("reading inputs")
@@ -178,7 +178,7 @@ def detector_options(
         select_detectors(only=only, disable=disable)
         config: DetectorConfig = load_config(Path(args.config)) if args.config else {}
     except ConfigError as e:
-        raise UsageError(_one_line(e)) from None
+        raise UsageError(one_line(e)) from None
     return only, disable, config
 
 
@@ -190,39 +190,6 @@ def _read_baseline(path: str | None) -> Baseline | None:
         return load_baseline(Path(path))
     except BaselineError as e:
         raise UsageError(str(e)) from None
-
-
-def load_timeline(
-    paths: Sequence[Path],
-    *,
-    replica_header: str | None,
-    client_header: str | None,
-    use_cache: bool,
-    on_progress: Callable[[str, int, int], None] | None = None,
-    on_step: Callable[[str], None] | None = None,
-    spill_dir: Path | None = None,
-) -> Timeline:
-    """Read every input into one timeline; unreadable input is a UsageError (exit 2)."""
-    # The one place that knows the ingest and timeline entry points.
-    from analyzer.cache import read_through
-    from analyzer.ingest import IngestError
-    from analyzer.timeline import load_timeline as read_timeline
-
-    def load(cache: bool) -> Timeline:
-        return read_timeline(
-            paths,
-            replica_header=replica_header,
-            client_header=client_header,
-            cache=cache,
-            on_progress=on_progress,
-            on_step=on_step,
-            spill_dir=spill_dir,
-        )
-
-    try:
-        return read_through(load, use_cache=use_cache)
-    except (IngestError, SeamwatchError, OSError) as e:
-        raise UsageError(_one_line(e)) from None
 
 
 def _name_files_others_could_plant(path: Path) -> None:
@@ -343,7 +310,7 @@ def _write_text(text: str, out: str | None) -> None:
 
 def _emit(report: Report, fmt: str, stream: TextIO) -> None:
     # Each format's module is imported when it is asked for, as the progress display imports
-    # rich: the table's rich costs ~40 ms, paid by every run that writes JSON, JUnit or SARIF.
+    # rich: a run that writes JSON, JUnit or SARIF does not pay for importing the table's rich.
     if fmt == "table":
         from analyzer.report import table
 
@@ -443,9 +410,3 @@ def _progress() -> Iterator[_Progress]:
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
         yield _Progress(bars)
-
-
-def _one_line(error: BaseException) -> str:
-    """An exception's message on one line, for exit 2."""
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

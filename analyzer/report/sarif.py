@@ -24,7 +24,7 @@ from typing import Final, TextIO
 from urllib.parse import quote
 
 from analyzer import __version__
-from analyzer.detectors import Detector
+from analyzer.detection import Detector
 from analyzer.findings import FINGERPRINT_VERSION, Severity
 from analyzer.report import Report, finding_records
 
@@ -109,7 +109,7 @@ def to_object(report: Report, places: Places | None = None) -> dict[str, object]
             "name": _camel(det.id),
             "shortDescription": {"text": det.summary},
             "fullDescription": {"text": _prose(det.description)},
-            "help": {"text": _prose(det.description)},
+            "help": {"text": _help(det)},
             "defaultConfiguration": {"level": LEVELS[det.severity]},
             "properties": {"severity": det.severity.value, "thresholds": _thresholds(det)},
         }
@@ -296,6 +296,12 @@ def _prose(text: str) -> str:
     """A docstring as plain text: paragraphs kept, each on one line."""
     paragraphs = [" ".join(part.split()) for part in text.strip().split("\n\n")]
     return "\n\n".join(p for p in paragraphs if p)
+
+
+def _help(det: Detector) -> str:
+    """A rule's help: the description, then what to change (`Detector.remedy`) when it has one."""
+    text = _prose(det.description)
+    return f"{text}\n\nWhat to change: {det.remedy}" if det.remedy else text
 
 
 def _camel(detector_id: str) -> str:

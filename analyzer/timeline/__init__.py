@@ -392,7 +392,7 @@ def build_timeline(
     flow_keys = spine.select("flow_id", *KEY_COLUMNS).lazy()
     del spine, keyed, issued, resolved, placed, delivered
     # The events replay judgements read, once the flow-level frames above are gone (each pass
-    # over every event holds a few hundred MB at 10M events): a sort of 8 bytes an event finds
+    # over every event holds memory in proportion to the events): a sort of 8 bytes an event finds
     # the recurring ids, then the events are selected and written, then the messages they carried.
     events = raw.events.pipe(sse_events, placed=on_flows)
     recurring = recurring_keys(events).collect(engine=_BIG).lazy()
@@ -550,12 +550,3 @@ def load_timeline(
     if writer is not None:
         writer.commit()
     return built
-
-
-def _check_schemas(timeline: Timeline) -> None:
-    """Assert every frame's schema (used by tests)."""
-    for name, frame in timeline.frames().items():
-        try:
-            S.assert_schema(frame, S.TIMELINE_FRAMES[name])
-        except S.SchemaMismatch as e:
-            raise S.SchemaMismatch(f"{name}: {e}") from None

@@ -65,8 +65,8 @@ def answered_requests(rpc: pl.LazyFrame, *, keyed: pl.LazyFrame) -> pl.LazyFrame
     rows = rpc.with_row_index("_msg").cache()  # read again and again below: numbered once
     known = pl.col("session_id").is_not_null() & pl.col("rpc_id").is_not_null()
     # (session, id, carrier) matched as two 64-bit hashes of it: a join on the three strings
-    # was the timeline's peak (10M events: +180 MB). Distinct keys collide in both at odds of
-    # 2**-128, less than two random UUIDs do.
+    # was the timeline's peak memory. Distinct keys collide in both at odds of 2**-128, less
+    # than two random UUIDs do.
     hashed = _hashed(CARRIER)
     requests = rows.filter(REQUEST & known)
     opened = requests.select(*hashed, pl.lit(True).alias("_own")).unique()

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -61,6 +60,7 @@ from lab.faults.server import (
     notification,
     served_by,
 )
+from lab.serving import serve
 
 BUGS = (
     "split-stream-id",
@@ -303,17 +303,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bug", choices=BUGS, required=True, help="the reported bug to show")
     parser.add_argument("--pause-after", type=int, help="first streamed call waits after K steps")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     faults = Faults(args.replica, pause_after=args.pause_after)
     app = build_app(faults, SessionStore(args.store, args.session_prefix), args.bug)
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-    )
+    serve(app, args.port)
 
 
 if __name__ == "__main__":

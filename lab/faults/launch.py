@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from lab.faults.server import Faults
 from lab.framework import LabContext, LabError, python_argv
 
 MCP_PATH = "/mcp"
@@ -57,55 +58,18 @@ class FaultReplica:
 
 
 def start_replica(
-    ctx: LabContext,
-    *,
-    replica: str,
-    store: Path,
-    session_prefix: str,
-    buffer_size: int | None = None,
-    buffer_ttl: float | None = None,
-    pause_after: int | None = None,
-    retry_ms: int | None = None,
-    close_after: int | None = None,
-    ignore_delete: bool = False,
-    response_on_get: bool = False,
-    stall_resumes: bool = False,
-    answer_twice: bool = False,
-    drop_response: bool = False,
-    fresh_resumes: bool = False,
-    no_event_ids: bool = False,
+    ctx: LabContext, *, replica: str, store: Path, session_prefix: str, **switches: Any
 ) -> FaultReplica:
-    """Start one `lab.faults.server` replica named `replica` (its X-Served-By value)."""
+    """Start one `lab.faults.server` replica named `replica` (its X-Served-By value), with the
+    fault `switches` of `lab.faults.server.Faults` (`buffer_size=4`, `ignore_delete=True`, ...)."""
+    faults = Faults(replica, **switches)
     port = ctx.free_port()
     argv = python_argv(
         "lab.faults.server",
         *("--port", str(port), "--replica", replica, "--store", str(store)),
         *("--session-prefix", session_prefix),
+        *faults.options(),
     )
-    if buffer_size is not None:
-        argv += ["--buffer-size", str(buffer_size)]
-    if buffer_ttl is not None:
-        argv += ["--buffer-ttl", str(buffer_ttl)]
-    if pause_after is not None:
-        argv += ["--pause-after", str(pause_after)]
-    if retry_ms is not None:
-        argv += ["--retry-ms", str(retry_ms)]
-    if close_after is not None:
-        argv += ["--close-after", str(close_after)]
-    if ignore_delete:
-        argv.append("--ignore-delete")
-    if response_on_get:
-        argv.append("--response-on-get")
-    if stall_resumes:
-        argv.append("--stall-resumes")
-    if answer_twice:
-        argv.append("--answer-twice")
-    if drop_response:
-        argv.append("--drop-response")
-    if fresh_resumes:
-        argv.append("--fresh-resumes")
-    if no_event_ids:
-        argv.append("--no-event-ids")
     ctx.start_process(argv, name=replica, port=port)
     return FaultReplica(replica, f"http://127.0.0.1:{port}")
 

@@ -23,7 +23,6 @@ import argparse
 import json
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -31,6 +30,7 @@ from starlette.routing import Route
 
 from lab.faults.server import MCP_PATH, served_by
 from lab.faults.server import TOOLS as SESSIONED_TOOLS
+from lab.serving import serve
 
 PROTOCOL_VERSION = "2026-07-28"
 
@@ -143,14 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--replica", default="lenient", help="X-Served-By value")
     args = parser.parse_args(argv)
-    uvicorn.run(
-        build_app(args.replica),
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-    )
+    serve(build_app(args.replica), args.port, log_requests=False)
 
 
 if __name__ == "__main__":

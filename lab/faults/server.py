@@ -65,16 +65,17 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
+
+from lab.serving import serve
 
 PROTOCOL_VERSION = "2025-11-25"
 MCP_PATH = "/mcp"
@@ -229,23 +230,71 @@ class SessionStore:
             return int(db.execute("SELECT count(*) FROM tickets").fetchone()[0])
 
 
+def _switch(kind: type, text: str) -> Any:
+    """A fault switch, off unless set: `kind` and `text` make its command-line option."""
+    return field(default=False if kind is bool else None, metadata={"kind": kind, "help": text})
+
+
 @dataclass(frozen=True)
 class Faults:
-    """The switches of one replica."""
+    """The switches of one replica: the one place a fault is declared (its option follows)."""
 
     replica: str
-    buffer_size: int | None = None
-    buffer_ttl: float | None = None
-    pause_after: int | None = None
-    retry_ms: int | None = None
-    close_after: int | None = None
-    ignore_delete: bool = False
-    response_on_get: bool = False
-    stall_resumes: bool = False
-    answer_twice: bool = False
-    drop_response: bool = False
-    fresh_resumes: bool = False
-    no_event_ids: bool = False
+    buffer_size: int | None = _switch(int, "ring buffer: keep the last N events")
+    buffer_ttl: float | None = _switch(float, "collect idle buffers after S seconds")
+    pause_after: int | None = _switch(int, "first streamed call waits after K steps")
+    retry_ms: int | None = _switch(int, "priming events carry `retry: MS`")
+    close_after: int | None = _switch(int, "the server ends the first streamed call after K steps")
+    ignore_delete: bool = _switch(bool, "DELETE answers 200, the session lives on")
+    response_on_get: bool = _switch(
+        bool, "answer JSON requests with 202 and their response on the standalone GET stream"
+    )
+    stall_resumes: bool = _switch(
+        bool, "a resume of a buffered stream gets only a new priming event, then the end"
+    )
+    answer_twice: bool = _switch(
+        bool, "the first streamed call sends a second, different result under the same id"
+    )
+    drop_response: bool = _switch(
+        bool, "the first streamed call finishes its stream without ever sending the result"
+    )
+    fresh_resumes: bool = _switch(
+        bool, "every resume is answered with a fresh standalone stream, nothing replayed"
+    )
+    no_event_ids: bool = _switch(
+        bool, "events carry no id and streams no priming event: nothing can be resumed"
+    )
+
+    @staticmethod
+    def switches() -> list[Field[Any]]:
+        """Every switch (every field but `replica`)."""
+        return [f for f in fields(Faults) if "kind" in f.metadata]
+
+    @staticmethod
+    def add_options(parser: argparse.ArgumentParser) -> None:
+        """One option a switch: `--buffer-size N`, `--ignore-delete`, ..."""
+        for switch in Faults.switches():
+            option, kind = "--" + switch.name.replace("_", "-"), switch.metadata["kind"]
+            if kind is bool:
+                parser.add_argument(option, action="store_true", help=switch.metadata["help"])
+            else:
+                parser.add_argument(option, type=kind, help=switch.metadata["help"])
+
+    @staticmethod
+    def from_options(args: argparse.Namespace) -> Faults:
+        """The faults `add_options`' options asked for."""
+        return Faults(args.replica, **{s.name: getattr(args, s.name) for s in Faults.switches()})
+
+    def options(self) -> list[str]:
+        """The command-line options that give a server these switches (`--replica` aside)."""
+        argv: list[str] = []
+        for switch in Faults.switches():
+            value, option = getattr(self, switch.name), "--" + switch.name.replace("_", "-")
+            if value is True:
+                argv.append(option)
+            elif value is not None and value is not False:
+                argv += [option, str(value)]
+        return argv
 
 
 class SseResponse:
@@ -673,72 +722,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replica", default="replica", help="X-Served-By value")
     parser.add_argument("--store", type=Path, required=True, help="SQLite file of sessions")
     parser.add_argument("--session-prefix", default="lab", help="session ids are PREFIX-<n>")
-    parser.add_argument("--buffer-size", type=int, help="ring buffer: keep the last N events")
-    parser.add_argument("--buffer-ttl", type=float, help="collect idle buffers after S seconds")
-    parser.add_argument("--pause-after", type=int, help="first streamed call waits after K steps")
-    parser.add_argument("--retry-ms", type=int, help="priming events carry `retry: MS`")
-    parser.add_argument(
-        "--close-after", type=int, help="the server ends the first streamed call after K steps"
-    )
-    parser.add_argument(
-        "--ignore-delete", action="store_true", help="DELETE answers 200, the session lives on"
-    )
-    parser.add_argument(
-        "--response-on-get",
-        action="store_true",
-        help="answer JSON requests with 202 and their response on the standalone GET stream",
-    )
-    parser.add_argument(
-        "--stall-resumes",
-        action="store_true",
-        help="a resume of a buffered stream gets only a new priming event, then the end",
-    )
-    parser.add_argument(
-        "--answer-twice",
-        action="store_true",
-        help="the first streamed call sends a second, different result under the same id",
-    )
-    parser.add_argument(
-        "--drop-response",
-        action="store_true",
-        help="the first streamed call finishes its stream without ever sending the result",
-    )
-    parser.add_argument(
-        "--fresh-resumes",
-        action="store_true",
-        help="every resume is answered with a fresh standalone stream, nothing replayed",
-    )
-    parser.add_argument(
-        "--no-event-ids",
-        action="store_true",
-        help="events carry no id and streams no priming event: nothing can be resumed",
-    )
+    Faults.add_options(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    faults = Faults(
-        args.replica,
-        args.buffer_size,
-        args.buffer_ttl,
-        args.pause_after,
-        retry_ms=args.retry_ms,
-        close_after=args.close_after,
-        ignore_delete=args.ignore_delete,
-        response_on_get=args.response_on_get,
-        stall_resumes=args.stall_resumes,
-        answer_twice=args.answer_twice,
-        drop_response=args.drop_response,
-        fresh_resumes=args.fresh_resumes,
-        no_event_ids=args.no_event_ids,
-    )
+    faults = Faults.from_options(args)
     app = build_app(faults, SessionStore(args.store, args.session_prefix))
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-    )
+    serve(app, args.port)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,6 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -59,6 +58,7 @@ from starlette.types import Receive, Scope, Send
 
 from lab.faults.server import MCP_PATH, TOOLS, dumps, notification
 from lab.matrix.variants import AFTER_CUT, MODERN_ERA, RETRY_MS, Variant
+from lab.serving import serve
 
 CUT_WAIT_S = 5.0
 REPLICA, OTHER_REPLICA = "replica-a", "replica-b"
@@ -536,15 +536,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lab.matrix.server", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    uvicorn.run(
-        build_app(),
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-        server_header=False,
-    )
+    serve(build_app(), args.port)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from tests.support import browser
 from tests.support.planted import HTML, MARKDOWN_IMAGE_URL
 
 pytestmark = [
+    pytest.mark.browser,
     pytest.mark.skipif(
         not browser.CHROMIUM.is_file(),
         reason="no /usr/bin/chromium: install Debian's chromium and chromium-driver "

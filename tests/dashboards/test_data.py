@@ -3,39 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from analyzer.ingest import UnreadableInput
 from analyzer.timeline import load_timeline
 from dashboards import data
-from tests.support.records import Capture, req
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 SESSION = "mcp:rr-1"
-
-
-def test_signature_follows_size_and_mtime(tmp_path: Path) -> None:
-    c = Capture().open()
-    c.request(body=req("ping", 1))
-    partial = c.write(tmp_path / "capture-x-0000.jsonl.partial")
-    first = data.signature((str(tmp_path),))
-    assert [name for name, _, _ in first] == ["capture-x-0000.jsonl.partial"]
-    assert data.signature((str(tmp_path),)) == first  # unchanged: same key, nothing re-read
-    c.request(body=req("ping", 2))
-    c.write(partial)
-    os.utime(partial, ns=(first[0][2] + 1_000_000, first[0][2] + 1_000_000))
-    assert data.signature((str(tmp_path),)) != first
-    assert data.signature((str(partial),))[0][0] == partial.name  # a single file
-
-
-def test_signature_of_an_empty_directory_is_an_ingest_error(tmp_path: Path) -> None:
-    with pytest.raises(UnreadableInput):
-        data.signature((str(tmp_path),))
 
 
 def test_source_reads_the_launcher_variable(monkeypatch: pytest.MonkeyPatch) -> None:

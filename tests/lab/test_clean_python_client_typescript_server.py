@@ -8,19 +8,18 @@ import pytest
 
 from tests.support.lab_capture import (
     LabRun,
+    LabRuns,
     assert_tool_stream_resumed_after_retry,
     assert_well_formed,
-    requires_proxy,
-    run_ts_lab,
 )
 from tests.support.lab_findings import assert_clean_and_resumed_in_place
 
-pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
+pytestmark = [pytest.mark.timeout(360)]  # npm ci may run first
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_ts_lab("clean-python-client-typescript-server", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("clean-python-client-typescript-server")
 
 
 def test_the_python_client_resumes_after_retry_and_gets_the_rest_replayed(run: LabRun) -> None:

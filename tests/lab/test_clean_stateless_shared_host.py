@@ -11,15 +11,15 @@ import pytest
 from analyzer.timeline import load_timeline
 from lab.framework import Expected
 from lab.verdict import judge
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 from tests.support.lab_findings import analyze_report
 
-pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("clean-stateless-shared-host", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("clean-stateless-shared-host")
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:

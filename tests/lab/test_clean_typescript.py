@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
+from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 
-pytestmark = [requires_proxy, pytest.mark.timeout(360)]
+pytestmark = [pytest.mark.timeout(360)]
 
 # The SDK's example InMemoryEventStore: `<streamId>_<epoch-ms>_<random>`.
 TS_EVENT_ID = re.compile(r"(?P<stream>[0-9a-f-]{36})_(?P<ms>\d{13})_(?P<rand>[0-9a-z]+)")
@@ -21,8 +21,8 @@ def _stream_of(event_id: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_ts_lab("clean-typescript", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("clean-typescript")
 
 
 def test_capture_is_well_formed(run: LabRun) -> None:

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
+from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 from tests.support.lab_findings import assert_clean_in_one_anon_session
 
-pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
+pytestmark = [pytest.mark.timeout(360)]  # npm ci may run first
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_ts_lab("clean-typescript-stateless", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("clean-typescript-stateless")
 
 
 def test_no_session_anywhere_and_the_get_stream_refused(run: LabRun) -> None:

@@ -8,15 +8,15 @@ import pytest
 
 from lab.framework import Expected
 from lab.verdict import judge
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_ts_lab
+from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 from tests.support.lab_findings import analyze_report
 
-pytestmark = [requires_proxy, pytest.mark.timeout(360)]  # npm ci may run first
+pytestmark = [pytest.mark.timeout(360)]  # npm ci may run first
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_ts_lab("cut-stream-typescript-client", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("cut-stream-typescript-client")
 
 
 def test_the_client_times_out_cancels_and_calls_again(run: LabRun) -> None:

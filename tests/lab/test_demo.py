@@ -1,13 +1,15 @@
 """`seamwatch demo`: run scenarios, analyze, print one verdict row per scenario, exit accordingly.
 
-The whole lab already runs in test_expectations.py; here `main()` runs two real scenarios (about
-10 s), and the failure paths run on hand-built captures in place of the lab (fast).
+The whole lab already runs in test_expectations.py; here `main()` analyzes two real scenarios
+(the session's runs of them), and the failure paths run on hand-built captures in place of the
+lab (fast).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import lab.demo as demo
 from analyzer.cli import main as seamwatch
 from lab.framework import LabContext, LabError, Scenario
 from lab.scenarios import by_name
-from tests.support.lab_capture import requires_proxy
+from tests.support.lab_capture import LabRuns
 from tests.support.records import Capture, req, res
 
 
@@ -71,11 +73,18 @@ def _main(out: Path, scenarios: list[Scenario]) -> tuple[int, str, str]:
     return code, stdout.getvalue(), stderr.getvalue()
 
 
-@requires_proxy
 @pytest.mark.timeout(180)
-def test_real_scenarios_give_their_verdicts(tmp_path: Path) -> None:
+def test_real_scenarios_give_their_verdicts(
+    tmp_path: Path, lab_runs: LabRuns, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scenarios = [by_name("clean-modern"), by_name("modern-retry")]
     assert all(s is not None for s in scenarios)
+
+    def session_run(scenario: Scenario, out: Path) -> Path:
+        """The session's real run of the scenario, copied where the demo would have run it."""
+        return Path(shutil.copytree(lab_runs.directory(scenario.name), out / scenario.name))
+
+    monkeypatch.setattr(demo, "run_scenario", session_run)
     code, out, log = _main(tmp_path / "demo", [s for s in scenarios if s is not None])
     assert code == 0, out + log
     rows = [line for line in out.splitlines() if line.startswith("| ")][1:]

@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from lab.scenarios.empty_get_storm import ATTEMPTS
-from tests.support.lab_capture import LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 from tests.support.lab_findings import analyze_run, of, verdict_of
 
-pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("empty-get-storm", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("empty-get-storm")
 
 
 @pytest.fixture(scope="module")

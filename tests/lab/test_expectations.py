@@ -1,17 +1,16 @@
 """Every lab scenario, analyzed by `seamwatch analyze`, gives what its expected.json says.
 
-The lab runs once for the module (about 5 s a scenario), into a temporary directory; each
-scenario is then its own test case, so a report names the scenario whose findings differ. The
-comparison is `lab.verdict.judge` (its rules are in that module's docstring): every required
-detector found with the expected evidence ids, each `any_of` group met, nothing else at medium
-or higher, and on clean scenarios no resumption finding at any severity.
+Each scenario runs once for the test session (about 5 s a scenario; the scenario's own test
+module reads the same run) and is its own test case, so a report names the scenario whose
+findings differ. The comparison is `lab.verdict.judge` (its rules are in that module's
+docstring): every required detector found with the expected evidence ids, each `any_of` group
+met, nothing else at medium or higher, and on clean scenarios no resumption finding at any
+severity.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,38 +18,13 @@ import pytest
 
 from analyzer.cli import main as seamwatch
 from analyzer.detectors import DETECTORS
-from lab import ts
-from lab.framework import Expected, LabError, run_scenario
+from lab.framework import Expected, LabError
 from lab.scenarios import SCENARIOS
 from lab.verdict import judge
-from tests.support.lab_capture import requires_proxy
+from tests.support.lab_capture import LabRuns
 
-# The module fixture runs the whole lab inside the first test's timeout (npm ci included when
-# the TypeScript SDK is missing).
-pytestmark = [requires_proxy, pytest.mark.timeout(600)]
-
-
-@dataclass(frozen=True)
-class Ran:
-    """A scenario's directory, or why it could not run."""
-
-    directory: Path | None
-    error: str | None = None
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
-    out = tmp_path_factory.mktemp("lab")
-    # If this fails, the TypeScript scenario fails below with the command to run.
-    with contextlib.suppress(LabError):
-        ts.ensure_installed()
-    ran: dict[str, Ran] = {}
-    for scenario in SCENARIOS:
-        try:
-            ran[scenario.name] = Ran(run_scenario(scenario, out))
-        except LabError as exc:
-            ran[scenario.name] = Ran(None, " ".join(str(exc).split()))
-    return ran
+# A scenario's first asker runs it (the TypeScript SDK's `npm ci` too when it is missing).
+pytestmark = [pytest.mark.timeout(600)]
 
 
 def analyze(capture: Path, report: Path) -> list[dict[str, Any]]:
@@ -71,11 +45,12 @@ def _listing(findings: list[dict[str, Any]]) -> str:
 
 
 @pytest.mark.parametrize("name", [scenario.name for scenario in SCENARIOS])
-def test_findings_match_expected(name: str, lab: dict[str, Ran], tmp_path: Path) -> None:
-    ran = lab[name]
-    if ran.directory is None:
-        pytest.fail(f"{name} did not run: {ran.error}")
-    expected = Expected.load(ran.directory / "expected.json")
-    findings = analyze(ran.directory / "capture", tmp_path / "report.json")
+def test_findings_match_expected(name: str, lab_runs: LabRuns, tmp_path: Path) -> None:
+    try:
+        directory = lab_runs.directory(name)
+    except LabError as exc:
+        pytest.fail(f"{name} did not run: {' '.join(str(exc).split())}")
+    expected = Expected.load(directory / "expected.json")
+    findings = analyze(directory / "capture", tmp_path / "report.json")
     verdict = judge(expected, findings, registered=[det.id for det in DETECTORS])
     assert verdict.ok, f"{name}: {verdict.text()}\nfindings:\n{_listing(findings)}"

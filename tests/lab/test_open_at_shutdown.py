@@ -11,14 +11,14 @@ import pytest
 from analyzer.cli import main as seamwatch
 from lab.framework import Expected
 from lab.verdict import judge
-from tests.support.lab_capture import Flow, LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import Flow, LabRun, LabRuns, assert_well_formed
 
-pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("open-at-shutdown", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("open-at-shutdown")
 
 
 def _get(run: LabRun) -> Flow:

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from lab.scenarios.replaced_resume import ORPHANED_S
-from tests.support.lab_capture import Flow, LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import Flow, LabRun, LabRuns, assert_well_formed
 from tests.support.lab_findings import analyze_run, of, verdict_of
 
-pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("replaced-resume", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("replaced-resume")
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from tests.support.lab_capture import Flow, LabRun, assert_well_formed, requires_proxy, run_lab
+from tests.support.lab_capture import Flow, LabRun, LabRuns, assert_well_formed
 
-pytestmark = [requires_proxy, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("response-on-get", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("response-on-get")
 
 
 def _get(run: LabRun) -> Flow:

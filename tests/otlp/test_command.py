@@ -16,15 +16,15 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from analyzer.cli import build_parser, main
-from tests.support.lab_capture import LabRun, requires_proxy, run_lab
+from tests.support.lab_capture import LabRun, LabRuns
 from tests.support.otlp import attributes, otlp_receiver, parse_otlp_json, spans_of
 
-pytestmark = [requires_proxy, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
-    return run_lab("ring-buffer-eviction", tmp_path_factory.mktemp("lab"))
+def run(lab_runs: LabRuns) -> LabRun:
+    return lab_runs.load("ring-buffer-eviction")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 import analyzer.timeline
 from analyzer import cli
-from analyzer.cli import UsageError
+from analyzer.command import UsageError
 from analyzer.findings import Severity, empty_findings
 from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run

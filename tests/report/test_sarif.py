@@ -132,6 +132,15 @@ def test_rules_carry_help_text(report: Report) -> None:
     assert all(rule["help"]["text"] for rule in rules)
 
 
+def test_a_rule_help_ends_with_its_detectors_remedy(report: Report) -> None:
+    (row,) = report.detectors[:1]
+    remedied = dataclasses.replace(row, remedy="Keep a session-scoped event log.")
+    rules = log(dataclasses.replace(report, detectors=(remedied,)))["runs"][0]["tool"]["driver"]
+    assert rules["rules"][0]["help"]["text"].endswith(
+        "\n\nWhat to change: Keep a session-scoped event log."
+    )
+
+
 def _rows(n: int) -> list[dict[str, object]]:
     return [dict(ROWS[0], event_ids=[str(i)], title=f"event id {i}") for i in range(n)]
 

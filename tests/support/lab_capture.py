@@ -11,32 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from lab.clients.raw import SseEvent, SseLineParser
-from lab.framework import load_lab_record, run_scenario
+from lab.framework import LabError, load_lab_record, run_scenario
 from lab.scenarios import by_name
 from lab.ts import ensure_installed
-
-
-def proxy_command_exists() -> bool:
-    """Whether `seamwatch proxy` is there to capture through (it is built in parallel)."""
-    try:
-        from analyzer.cli import build_parser
-    except ImportError:
-        return False
-    parser = build_parser()
-    for action in parser._subparsers._group_actions if parser._subparsers else []:
-        choices = getattr(action, "choices", None) or {}
-        if "proxy" in choices:
-            return True
-    return False
-
-
-requires_proxy = pytest.mark.skipif(
-    not proxy_command_exists(),
-    reason="analyzer/cli.py has no `proxy` command yet: lab captures need the seamwatch proxy",
-)
 
 
 def _header(headers: list[list[str]], name: str) -> str | None:
@@ -150,11 +128,8 @@ class LabRun:
         return [flow for flow in self.flows if flow.request_header("last-event-id")]
 
 
-def run_lab(name: str, out: Path) -> LabRun:
-    """Run scenario `name` into `out` through the proxy and load what it left."""
-    scenario = by_name(name)
-    assert scenario is not None, f"scenario {name} is not registered"
-    directory = run_scenario(scenario, out)
+def load_run(directory: Path) -> LabRun:
+    """The capture records, notes and expected.json a scenario left in `directory`."""
     files = []
     for path in sorted((directory / "capture").glob("capture-*.jsonl")):
         with path.open(encoding="utf-8") as lines:
@@ -166,11 +141,50 @@ def run_lab(name: str, out: Path) -> LabRun:
     return LabRun(directory, notes, expected, files)
 
 
-def run_ts_lab(name: str, out: Path) -> LabRun:
-    """`run_lab` for a scenario with a TypeScript side: `npm ci` in lab/ts first when the
-    pinned SDK is missing."""
-    ensure_installed()
-    return run_lab(name, out)
+class LabRuns:
+    """Each lab scenario run at most once per test session, on first use, into `out`.
+
+    A scenario's tests and the expectations test read the same run (nothing here writes into
+    it: analyses run with `--no-cache`), and a scenario that failed fails every later asker
+    with the same error instead of running again.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._ran: dict[str, Path | LabError] = {}
+        self._install_error: LabError | None = None
+        self._installed = False
+
+    def directory(self, name: str) -> Path:
+        """The directory of scenario `name`'s run; LabError when it could not run."""
+        if name not in self._ran:
+            self._ran[name] = self._run(name)
+        ran = self._ran[name]
+        if isinstance(ran, LabError):
+            raise ran
+        return ran
+
+    def load(self, name: str) -> LabRun:
+        """Scenario `name`'s run, its capture read back record by record."""
+        return load_run(self.directory(name))
+
+    def _run(self, name: str) -> Path | LabError:
+        scenario = by_name(name)
+        assert scenario is not None, f"scenario {name} is not registered"
+        if not self._installed:
+            # `npm ci` in lab/ts when the pinned SDK is missing; only the TypeScript scenarios
+            # need it, so its failure is said with theirs.
+            self._installed = True
+            try:
+                ensure_installed()
+            except LabError as exc:
+                self._install_error = exc
+        try:
+            return run_scenario(scenario, self.out)
+        except LabError as exc:
+            if self._install_error is not None:
+                return LabError(f"{exc} (and the TypeScript SDK: {self._install_error})")
+            return exc
 
 
 def assert_well_formed(run: LabRun) -> None:

@@ -1,6 +1,6 @@
 """Golden timelines: stored lab captures → reviewed expected frames, plus invariants.
 
-Layout (one folder per scenario, none yet: they need the real proxy and the lab):
+Layout (one folder per scenario):
 
     tests/timeline/goldens/<scenario>/capture/*.jsonl     the capture, as the proxy wrote it
     tests/timeline/goldens/<scenario>/expected/<frame>.parquet
@@ -61,7 +61,6 @@ def regenerate(scenario: str) -> None:
         _canonical(frame.collect()).write_parquet(expected / f"{name}.parquet")
 
 
-@pytest.mark.skipif(not SCENARIOS, reason="no golden captures recorded yet (see module doc)")
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_frames_match_the_golden(scenario: str) -> None:
     timeline = _timeline(scenario)
@@ -71,7 +70,6 @@ def test_frames_match_the_golden(scenario: str) -> None:
         assert_frame_equal(got, pl.read_parquet(path), check_exact=True)
 
 
-@pytest.mark.skipif(not SCENARIOS, reason="no golden captures recorded yet (see module doc)")
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_invariants(scenario: str) -> None:
     timeline = _timeline(scenario)
@@ -121,10 +119,14 @@ if __name__ == "__main__":
         print(f"wrote {GOLDENS / name / 'expected'}")
 
 
-def test_the_harness_round_trips_a_synthetic_golden(
+def test_goldens_are_stored() -> None:
+    assert SCENARIOS, f"no golden capture under {GOLDENS}"
+
+
+def test_a_frame_that_differs_from_its_golden_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The machinery itself, on a built capture, so it is known to work before lab goldens."""
+    """The comparison itself, on a built capture whose stored golden lost a row."""
     from tests.support import traffic
 
     capture = tmp_path / "demo" / "capture"
@@ -133,5 +135,9 @@ def test_the_harness_round_trips_a_synthetic_golden(
     (capture / "c.jsonl").write_text("".join(lines))
     monkeypatch.setattr(sys.modules[__name__], "GOLDENS", tmp_path)
     regenerate("demo")
-    test_frames_match_the_golden("demo")
-    test_invariants("demo")
+    golden = tmp_path / "demo" / "expected" / "sse_events.parquet"
+    frame = pl.read_parquet(golden)
+    assert frame.height > 1
+    frame.head(frame.height - 1).write_parquet(golden)
+    with pytest.raises(AssertionError):
+        test_frames_match_the_golden("demo")

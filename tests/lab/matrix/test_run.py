@@ -28,7 +28,6 @@ from lab.matrix.run import (
 )
 from lab.matrix.variants import sample
 from lab.verdict import judge
-from tests.support.lab_capture import requires_proxy
 
 A, B, C = sample(3, 42)
 
@@ -147,7 +146,7 @@ def test_the_faulted_stream_is_the_first_call_or_get_of_the_first_session(tmp_pa
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)$")
 
 
-@requires_proxy
+@pytest.mark.lab
 @pytest.mark.timeout(240)
 def test_cli_runs_a_fixed_sample_with_no_miss_and_no_false_alarm(tmp_path: Path) -> None:
     out = tmp_path / "matrix"
@@ -167,7 +166,7 @@ def test_cli_runs_a_fixed_sample_with_no_miss_and_no_false_alarm(tmp_path: Path)
     assert (out / "matrix.json").is_file() and any((out / "capture").glob("capture-*.jsonl"))
 
 
-@requires_proxy
+@pytest.mark.lab
 @pytest.mark.timeout(240)
 def test_batches_each_get_their_own_capture_and_one_result(tmp_path: Path) -> None:
     variants = sample(5, 77)

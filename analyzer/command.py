@@ -1,0 +1,45 @@
+"""What the `seamwatch` subcommands share: exit codes, the usage error, folder checks.
+
+Below both the CLI (`analyzer.cli`, which parses and dispatches) and the commands it runs
+(`analyzer.report.run`, `analyzer.otlp.command`), so neither imports the other back.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import stat
+from pathlib import Path
+
+from analyzer import SeamwatchError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(SeamwatchError):
+    """Bad usage or unreadable input: exit 2 with a one-line reason."""
+
+
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: may resolve anywhere
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's message on one line, for exit 2."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def writable_by_others(folder: Path) -> bool:
+    """Whether users other than the owner may create or replace files in `folder` (group or
+    world write, without the sticky bit that would keep them to their own files)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and bool(mode & 0o022) and not mode & stat.S_ISVTX

@@ -1,0 +1,30 @@
+"""Test tiers: `lab` (real lab servers and the proxy), `browser` (headless Chromium), `bench`
+(the benchmark scripts). `scripts/test --fast` deselects the three; `scripts/test` runs all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.lab_capture import LabRuns
+
+BENCH_TESTS = Path(__file__).resolve().parent / "bench"
+# The fixtures that start lab servers: a scenario's run, the lab's SDK server alone.
+LAB_FIXTURES = frozenset({"lab_runs", "lab_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for a lab server is a lab test; every test of tests/bench/ is a bench
+    test."""
+    for item in items:
+        if LAB_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.lab)
+        if item.path.is_relative_to(BENCH_TESTS):
+            item.add_marker(pytest.mark.bench)
+
+
+@pytest.fixture(scope="session")
+def lab_runs(tmp_path_factory: pytest.TempPathFactory) -> LabRuns:
+    """The lab runs of the test session: each scenario at most once, whichever test asks first."""
+    return LabRuns(tmp_path_factory.mktemp("lab"))
