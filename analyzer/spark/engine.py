@@ -81,6 +81,7 @@ def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSessio
         .appName(app)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .getOrCreate()
     )
