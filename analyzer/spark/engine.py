@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
@@ -71,6 +72,11 @@ def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSessio
         raise SparkUnavailable(
             "the Spark engine needs pyspark: pip install 'seamwatch[spark]'"
         ) from e
+    # pyspark 4.3 warns of pandas 3 at each Arrow UDF; the Arrow UDFs used here never convert
+    # through pandas.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Local mode binds to loopback, not to whatever address the host name resolves to.
