@@ -38,7 +38,7 @@ from analyzer.spark.links import CALLS_VIA, SESSIONS_VIA
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SparkResult", "SparkUnavailable", "run", "session"]
+__all__ = ["DEFAULT_MASTER", "SparkResult", "SparkUnavailable", "run", "session", "with_repeats"]
 
 DEFAULT_MASTER: Final = "local[2]"
 # Buckets a session's rows hash into: several per core, so one large session does not hold a
@@ -189,12 +189,12 @@ def run(
     return SparkResult(
         findings=findings,
         counts=counts,
-        inputs=tuple(_with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
+        inputs=tuple(with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
         flow_inputs=flow_inputs,
     )
 
 
-def _with_repeats(report: InputReport, repeated: int) -> InputReport:
+def with_repeats(report: InputReport, repeated: int) -> InputReport:
     """An input's report counting the flows an earlier input held too (as `read_inputs`)."""
     if not repeated:
         return report

@@ -142,7 +142,7 @@ def _ingest_one(index: int, path: str, options: Options) -> Iterator[pa.RecordBa
     )
     flows = ingested.scan("flows").with_columns(pl.lit(index, pl.Int32).alias("input"))
     groups = flows.pipe(flow_groups).collect()
-    hashes = []
+    hashes: list[pl.DataFrame] = []
     for table in _TABLES:
         if table == "payloads":
             # A payload goes to every group whose rows name it.

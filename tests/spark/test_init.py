@@ -8,6 +8,7 @@ lab's captures, whose scenarios plant every fault the detectors know.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.cli import main as seamwatch
 from analyzer.detectors import run_detectors
 from analyzer.spark import spark_findings
 from analyzer.timeline import load_timeline
@@ -24,6 +26,7 @@ from lab.framework import run_scenario
 from lab.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas"
 EVENTS = int(os.environ.get("SEAMWATCH_SPARK_EVENTS", "20000"))
 
 SYNTH_OPTIONS = {
@@ -93,3 +96,25 @@ def test_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:
 def test_lab_capture(lab_captures: list[Path], spark: Any, name: str) -> None:
     (capture,) = [path for path in lab_captures if path.parent.name == name]
     assert assert_same_analysis([capture]).height > 0
+
+
+def report(argv: list[str], out: Path) -> tuple[int, bytes]:
+    code = seamwatch([*argv, "--out", str(out)])
+    return code, out.read_bytes() if out.exists() else b""
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_the_command_gives_the_same_report_and_exit_code(
+    spark: Any, tmp_path: Path, fmt: str
+) -> None:
+    capture = tmp_path / "round-robin-replicas"
+    shutil.copytree(FIXTURE, capture)
+    argv = ["analyze", str(capture / "capture"), "--format", fmt]
+    default = report(argv, tmp_path / f"default.{fmt}")
+    assert default[0] == 1  # its findings fail the run (--fail-on medium)
+    assert report([*argv, "--engine", "spark"], tmp_path / f"spark.{fmt}") == default
+
+
+def test_otlp_needs_the_default_engine(spark: Any, tmp_path: Path) -> None:
+    argv = ["analyze", str(FIXTURE / "capture"), "--format", "otlp-json", "--engine", "spark"]
+    assert seamwatch([*argv, "--no-cache", "--out", str(tmp_path / "t.json")]) == 2
