@@ -89,6 +89,9 @@ def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSessio
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
+        # Local mode's executors live in the driver's JVM (1 GiB by default): a bucket, and the
+        # third stage's sessions, are buffered there whole before their Python task gets them.
+        .config("spark.driver.memory", os.environ.get("SEAMWATCH_SPARK_DRIVER_MEMORY", "4g"))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -122,10 +125,9 @@ def run(
     records = ingested.filter(F.col("table") != "report")
 
     buckets = _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
-    per_bucket = replace(options)
 
     def sessions(table: pa.Table) -> pa.Table:
-        return tasks.analyze_groups(table, per_bucket, links=True)
+        return tasks.analyze_groups(table, options, links=True)
 
     first = (
         records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(buckets)))
