@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import polars as pl
 
+from analyzer import SeamwatchError
 from analyzer.analysis import load_timeline
 from analyzer.baseline import (
     Baseline,
@@ -196,7 +197,7 @@ def _spark_report(
             fail_on=fail_on,
         )
     except SeamwatchError as e:  # pyspark or Java missing, an unreadable input
-        raise UsageError(_one_line(e)) from None
+        raise UsageError(one_line(e)) from None
 
 
 def detector_options(
