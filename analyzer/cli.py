@@ -435,6 +435,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _analysis_options(a)
     a.add_argument("--otlp-payloads", action="store_true", help=_OTLP_PAYLOADS_HELP)
+    a.add_argument(
+        "--engine",
+        choices=("polars", "spark"),
+        default="polars",
+        help="polars: this machine (default); spark: Apache Spark, for a fleet's captures "
+        "(pip install 'seamwatch[spark]', Java 17; docs/spark.md)",
+    )
+    a.add_argument(
+        "--master",
+        metavar="URL",
+        help="the Spark master with --engine spark (default local[2]; spark://, yarn, k8s://)",
+    )
     a.set_defaults(func=_cmd_analyze)
 
     b = sub.add_parser("baseline", help="accept today's findings, fail only on new ones")

@@ -41,7 +41,9 @@ from analyzer.detection import ANALYSIS_ERROR, ConfigError, Detector, DetectorCo
 
 __all__ = [
     "ANALYSIS_ERROR",
+    "CROSS_SESSION",
     "DETECTORS",
+    "PER_SESSION",
     "ConfigError",
     "Detector",
     "DetectorConfig",
@@ -81,6 +83,33 @@ DETECTORS: Final[tuple[Detector, ...]] = (
 #: `analyzer.detection`'s runner and selection over this registry (`detectors=` chooses others).
 select_detectors: Final = partial(detection.select_detectors, detectors=DETECTORS)
 run_detectors: Final = partial(detection.run_detectors, detectors=DETECTORS)
+
+#: The detectors whose findings on a session may depend on other sessions' traffic, by id; every
+#: other detector judges each session from that session's frames alone. An engine that splits
+#: the work by session (`analyzer.spark`) runs these where the sessions they relate meet; the
+#: single-machine engine sees every session at once. Why each one looks past its session:
+CROSS_SESSION: Final[frozenset[str]] = frozenset(
+    {
+        # The inputs' reports (losses, torn lines) belong to no session.
+        capture_health.DETECTOR.id,
+        # A counter's skipped numbers that no event anywhere in the capture carries; another
+        # session's numbers under the same prefix.
+        causal_gap.DETECTOR.id,
+        # Events another session received, replayed on this session's resume.
+        cross_session_replay.DETECTOR.id,
+        # A resume's answers that another session received too are not this session's.
+        duplicate_response.DETECTOR.id,
+        # The client's next session; tool annotations from any session's `tools/list`.
+        repeated_tool_call.DETECTOR.id,
+        # A cursor issued in another session (DESIGN.md §2: cursors resolve within a session).
+        stale_cursor.DETECTOR.id,
+    }
+)
+
+#: The registry split in two by `CROSS_SESSION`, in registry order.
+PER_SESSION: Final[tuple[Detector, ...]] = tuple(
+    det for det in DETECTORS if det.id not in CROSS_SESSION
+)
 
 
 def load_config(path: Path, detectors: Iterable[Detector] = DETECTORS) -> DetectorConfig:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import polars as pl
 
+from analyzer import SeamwatchError
 from analyzer.analysis import load_timeline
 from analyzer.baseline import (
     Baseline,
@@ -42,6 +43,7 @@ from analyzer.detectors import (
 from analyzer.findings import Severity
 from analyzer.report import InputSummary, Report, at_or_above
 from analyzer.scratch import scratch_prefix
+from analyzer.spark import DEFAULT_MASTER, analyze_spark
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -135,6 +137,8 @@ def analyze_paths(
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
+    if getattr(args, "engine", "polars") == "spark":
+        return _spark_report(args, paths, only, disable, config, fail_on, on_timeline)
 
     # Large timeline frames wait on disk while the detectors read them, so memory follows what
     # a detector keeps rather than the capture's size; the folder lives as long as the analysis.
@@ -166,6 +170,34 @@ def analyze_paths(
             # Built from the timeline itself, so before its spill folder goes.
             on_timeline(timeline, findings)
         return build_report(timeline, findings, chosen, fail_on=fail_on)
+
+
+def _spark_report(
+    args: argparse.Namespace,
+    paths: Sequence[Path],
+    only: list[str] | None,
+    disable: list[str] | None,
+    config: DetectorConfig | None,
+    fail_on: Severity | None,
+    on_timeline: Callable[[Timeline, pl.DataFrame], None] | None,
+) -> Report:
+    """`analyze_paths` on the Spark engine (`analyzer.spark`): the same report."""
+    if on_timeline is not None:
+        raise UsageError("--format otlp-json needs the timeline: not with --engine spark")
+    try:
+        return analyze_spark(
+            paths,
+            master=args.master or DEFAULT_MASTER,
+            replica_header=args.replica_header,
+            client_header=args.client_header,
+            cache=not args.no_cache,
+            only=only,
+            disable=disable,
+            config=config,
+            fail_on=fail_on,
+        )
+    except SeamwatchError as e:  # pyspark or Java missing, an unreadable input
+        raise UsageError(one_line(e)) from None
 
 
 def detector_options(

@@ -328,3 +328,11 @@ def test_an_empty_config_is_fine(tmp_path: Path) -> None:
     path = tmp_path / "empty.toml"
     path.write_text("", encoding="utf-8")
     assert load_config(path) == {}
+
+
+def test_the_per_session_and_cross_session_split_covers_the_registry_once() -> None:
+    from analyzer.detectors import CROSS_SESSION, PER_SESSION
+
+    assert {det.id for det in DETECTORS} >= CROSS_SESSION
+    assert {det.id for det in PER_SESSION} | CROSS_SESSION == {det.id for det in DETECTORS}
+    assert not {det.id for det in PER_SESSION} & CROSS_SESSION

@@ -1,0 +1,140 @@
+"""`seamwatch analyze --engine spark`: the same analysis, run by Apache Spark (docs/spark.md).
+
+The detectors stay the Polars code they are; Spark moves the normalized tables between
+executors and runs the existing ingest, timeline and detectors on them, a session's rows always
+together (`analyzer.spark.engine`). `analyze_spark` gives the `analyze` report of the default
+engine: the same findings, summary and inputs. pyspark is an optional extra (`seamwatch[spark]`)
+and needs Java 17; it is imported only when this engine runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from analyzer import schema as S
+from analyzer.detectors import ANALYSIS_ERROR, DetectorConfig, run_detectors, select_detectors
+from analyzer.findings import Severity, finish_findings
+from analyzer.ingest import InputReport, input_kind
+from analyzer.ingest.jsonl import capture_files
+from analyzer.normalize import NormalizedFrames
+from analyzer.report import InputSummary, Report
+from analyzer.spark.engine import DEFAULT_MASTER, SparkResult, SparkUnavailable
+from analyzer.spark.tasks import Options
+from analyzer.timeline import RawTables, build_timeline
+
+__all__ = ["DEFAULT_MASTER", "SparkUnavailable", "analyze_spark", "spark_findings"]
+
+
+def spark_findings(
+    paths: Sequence[str | Path],
+    *,
+    master: str = DEFAULT_MASTER,
+    replica_header: str | None = None,
+    client_header: str | None = None,
+    cache: bool = True,
+    only: Sequence[str] | None = None,
+    disable: Sequence[str] | None = None,
+    config: DetectorConfig | None = None,
+) -> SparkResult:
+    """Run the Spark engine on `paths`: the findings in report order, the summary counts and
+    the input reports."""
+    from analyzer.spark import engine
+
+    chosen = select_detectors(only=only, disable=disable)
+    options = Options(
+        replica_header=replica_header,
+        client_header=client_header,
+        cache=cache,
+        detectors=tuple(det.id for det in chosen),
+        config=config,
+    )
+    spark = engine.session(master)
+    result = engine.run(
+        spark, [str(p) for p in paths], options, already_read=_repeated_inputs(paths)
+    )
+    findings = pl.concat([result.findings, _input_findings(result.inputs, options)])
+    # An analysis error is about the run, not a session: each bucket that met it reported it.
+    errors = pl.col("detector") == ANALYSIS_ERROR
+    findings = pl.concat(
+        [findings.filter(~errors), findings.filter(errors).unique("fingerprint", keep="first")]
+    )
+    return SparkResult(
+        findings=finish_findings(findings),
+        counts=result.counts,
+        inputs=result.inputs,
+        flow_inputs=result.flow_inputs,
+    )
+
+
+def _repeated_inputs(paths: Sequence[str | Path]) -> dict[int, InputReport]:
+    """The inputs whose files an earlier input already named, with the report `read_inputs`
+    gives them (they are not read again)."""
+    seen: set[Path] = set()
+    repeated: dict[int, InputReport] = {}
+    for index, raw in enumerate(paths):
+        path = Path(raw)
+        kind = input_kind(path)
+        files = {f.resolve() for f in (capture_files(path) if kind == "capture" else [path])}
+        if files <= seen:
+            repeated[index] = InputReport(
+                str(path), kind, 0, 0, {"duplicate_input": 1}, ("already read",), ()
+            )
+        seen |= files
+    return repeated
+
+
+def _input_findings(inputs: Sequence[InputReport], options: Options) -> pl.DataFrame:
+    """The findings about the inputs themselves (no session): the cross-session detectors run
+    on a timeline that holds only the inputs' reports."""
+    wanted = [d for d in options.detectors if d != ANALYSIS_ERROR]
+    empty = NormalizedFrames(*(S.empty(schema) for schema in S.RAW_TABLES.values()))
+    timeline = build_timeline(RawTables.from_frames(empty), inputs)
+    found = run_detectors(timeline, only=wanted, config=options.config)
+    return found.filter(pl.col("session").is_null() & (pl.col("detector") != ANALYSIS_ERROR))
+
+
+def analyze_spark(
+    paths: Sequence[Path],
+    *,
+    master: str,
+    replica_header: str | None,
+    client_header: str | None,
+    cache: bool,
+    only: Sequence[str] | None,
+    disable: Sequence[str] | None,
+    config: DetectorConfig | None,
+    fail_on: Severity | None,
+) -> Report:
+    """The `analyze` report of the Spark engine."""
+    result = spark_findings(
+        paths,
+        master=master,
+        replica_header=replica_header,
+        client_header=client_header,
+        cache=cache,
+        only=only,
+        disable=disable,
+        config=config,
+    )
+    return Report(
+        findings=result.findings,
+        detectors=select_detectors(only=only, disable=disable),
+        inputs=tuple(
+            InputSummary(
+                path=str(item.path),
+                records=int(item.records),
+                skipped=int(item.skipped),
+                warnings=tuple(str(w) for w in item.warnings),
+            )
+            for item in result.inputs
+        ),
+        sessions=result.counts.get("sessions", 0),
+        streams=result.counts.get("streams", 0),
+        resumptions=result.counts.get("resumptions", 0),
+        tool_calls=result.counts.get("tool_calls", 0),
+        fail_on=fail_on,
+        flow_inputs=result.flow_inputs,
+    )

@@ -1,0 +1,243 @@
+"""The Spark jobs of `analyze --engine spark`: ingest, sessions, cross-session judgements.
+
+1. ingest (`mapInArrow`): each input read on an executor (`analyzer.spark.tasks.ingest_inputs`:
+   parsed into the Parquet cache beside it, or read from it), its normalized tables yielded as
+   Arrow blobs keyed by flow group (every flow of a session shares one).
+2. sessions (`groupBy(bucket).applyInArrow`): the blobs repartitioned by a hash of their group;
+   each bucket's sessions get their timeline and every selected detector, and yield their
+   findings, the summary counts and the link rows of `analyzer.spark.links`.
+3. cross-session: the link rows joined in Spark find the sessions a cross-session detector
+   (`analyzer.detectors.CROSS_SESSION`) must judge together; those sessions' groups are
+   analyzed once more together, for those detectors only, and their findings replace the
+   per-bucket ones of the same sessions.
+
+Only findings, counts and input reports reach the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+import pyarrow as pa
+
+from analyzer import SeamwatchError
+from analyzer.detectors import CROSS_SESSION
+from analyzer.findings import FINDINGS_SCHEMA, empty_findings
+from analyzer.ingest import InputReport
+from analyzer.ingest.common import describe_counts
+from analyzer.spark import tasks
+from analyzer.spark.links import CALLS_VIA, SESSIONS_VIA
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["DEFAULT_MASTER", "SparkResult", "SparkUnavailable", "run", "session", "with_repeats"]
+
+DEFAULT_MASTER: Final = "local[2]"
+# Buckets a session's rows hash into: several per core, so one large session does not hold a
+# core while the others idle (and a bucket's timeline stays a fraction of the capture's).
+_BUCKETS_PER_CORE: Final = 4
+
+
+class SparkUnavailable(SeamwatchError):
+    """pyspark is not installed, or Java is missing: the Spark engine cannot start."""
+
+
+@dataclass(frozen=True)
+class SparkResult:
+    """What the driver collects: the findings (unfinished), the summary, the input reports, and
+    for each finding's first flow the input it came from."""
+
+    findings: pl.DataFrame
+    counts: dict[str, int]
+    inputs: tuple[InputReport, ...]
+    flow_inputs: dict[str, int]
+
+
+def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSession:
+    """A SparkSession (the active one when there is one) whose Python workers run this
+    interpreter: the executors import `analyzer` as the driver does."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise SparkUnavailable("the Spark engine needs Java 17 (java not found; set JAVA_HOME)")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        raise SparkUnavailable(
+            "the Spark engine needs pyspark: pip install 'seamwatch[spark]'"
+        ) from e
+    # pyspark 4.3 warns of pandas 3 at each Arrow UDF; the Arrow UDFs used here never convert
+    # through pandas.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Local mode binds to loopback, not to whatever address the host name resolves to.
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        # Local mode's executors live in the driver's JVM (1 GiB by default): a bucket, and the
+        # third stage's sessions, are buffered there whole before their Python task gets them.
+        .config("spark.driver.memory", os.environ.get("SEAMWATCH_SPARK_DRIVER_MEMORY", "4g"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run(
+    spark: SparkSession,
+    paths: Sequence[str],
+    options: tasks.Options,
+    *,
+    already_read: dict[int, InputReport] | None = None,
+) -> SparkResult:
+    """The three stages over `paths` (inputs at the indexes of `already_read` are not read:
+    their reports are given)."""
+    from pyspark.sql import functions as F
+
+    skipped = already_read or {}
+    todo = [(i, str(p)) for i, p in enumerate(paths) if i not in skipped]
+    listed = spark.createDataFrame(todo, "input int, path string").repartition(
+        max(1, len(todo)), "input"
+    )
+
+    def ingest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return tasks.ingest_inputs(batches, options)
+
+    ingested = listed.mapInArrow(ingest, tasks.RECORDS_DDL).persist()
+    reports = dict(skipped)
+    for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
+        reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
+    records = ingested.filter(F.col("table") != "report")
+
+    buckets = _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
+
+    def sessions(table: pa.Table) -> pa.Table:
+        return tasks.analyze_groups(table, options, links=True)
+
+    first = (
+        records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(buckets)))
+        .groupBy("bucket")
+        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
+        .persist()
+    )
+    involved = _involved_groups(first)
+    crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
+    together = replace(options, detectors=crossing)
+
+    def cross(table: pa.Table) -> pa.Table:
+        return tasks.analyze_groups(table, together, links=False)
+
+    second = (
+        records.join(involved, on="group", how="left_semi")
+        .groupBy(F.lit(0).alias("all"))
+        .applyInArrow(cross, tasks.ANALYSIS_OUT_DDL)
+    )
+    judged_together = (
+        first.filter(F.col("what") == "session")
+        .join(involved.withColumnRenamed("group", "key"), on="key", how="left_semi")
+        .select("session")
+    )
+    found = first.filter(F.col("what") == "finding")
+    crossed = F.col("detector").isin(list(CROSS_SESSION))
+    kept = (
+        found.filter(~crossed)
+        .unionByName(
+            found.filter(crossed & F.col("session").isNotNull()).join(
+                judged_together, on="session", how="left_anti"
+            )
+        )
+        .unionByName(second.filter(F.col("what") == "finding"))
+    )
+    rows = kept.select("input", "blob").collect()
+    findings = tasks.unpack([bytes(r["blob"]) for r in rows], FINDINGS_SCHEMA)
+    if findings.is_empty():
+        findings = empty_findings()
+    flow_inputs = {
+        str(flows[0]): int(r["input"])
+        for r, flows in zip(rows, findings["flow_ids"].to_list(), strict=True)
+        if r["input"] is not None and flows
+    }
+    counts = {
+        str(r["key"]): int(r["n"])
+        for r in first.filter(F.col("what") == "count")
+        .groupBy("key")
+        .agg(F.sum("n").alias("n"))
+        .collect()
+    }
+    dropped = {
+        int(r["input"]): int(r["n"])
+        for r in first.filter(F.col("what") == "duplicate_flow")
+        .groupBy("input")
+        .agg(F.sum("n").alias("n"))
+        .collect()
+    }
+    first.unpersist()
+    ingested.unpersist()
+    return SparkResult(
+        findings=findings,
+        counts=counts,
+        inputs=tuple(with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
+        flow_inputs=flow_inputs,
+    )
+
+
+def with_repeats(report: InputReport, repeated: int) -> InputReport:
+    """An input's report counting the flows an earlier input held too (as `read_inputs`)."""
+    if not repeated:
+        return report
+    counts = {**report.counts, "duplicate_flow": repeated}
+    return replace(report, counts=counts, warnings=describe_counts(counts))
+
+
+def _involved_groups(first: DataFrame) -> DataFrame:
+    """`group` of every session some live link relates to another (`analyzer.spark.links`)."""
+    from pyspark.sql import functions as F
+
+    links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via")
+    calls = (
+        links.filter(F.col("key").startswith("call:"))
+        .groupBy("key")
+        .agg(F.countDistinct("session").alias("sessions"), F.count("*").alias("calls"))
+    )
+    repeated = calls.filter(F.col("calls") >= 2).select(
+        F.concat(F.lit(CALLS_VIA), "key").alias("via")
+    )
+    across = calls.filter(F.col("sessions") >= 2).select(
+        F.concat(F.lit(SESSIONS_VIA), "key").alias("via")
+    )
+    wanted = links.filter(F.col("wants"))
+    active = (
+        wanted.filter(F.col("via").isNull())
+        .unionByName(wanted.join(repeated.unionByName(across), on="via", how="left_semi"))
+        .select("key")
+        .distinct()
+    )
+    shared = (
+        links.join(active, on="key", how="left_semi")
+        .groupBy("key")
+        .agg(F.countDistinct("session").alias("sessions"))
+        .filter(F.col("sessions") >= 2)
+        .select("key")
+    )
+    sessions = links.join(shared, on="key", how="left_semi").select("session").distinct()
+    return (
+        first.filter(F.col("what") == "session")
+        .join(sessions, on="session", how="left_semi")
+        .select(F.col("key").alias("group"))
+        .distinct()
+    )

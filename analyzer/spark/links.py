@@ -1,0 +1,127 @@
+"""The rows that relate sessions for the cross-session detectors (`CROSS_SESSION`).
+
+Each session offers keys (the event ids it issued, its id-counter prefixes, its client) and
+wants some (a cursor it did not issue, the ids and prefixes of what its resumes carried, its tool
+calls' keys, listings and client). The driver joins them in Spark: a key is live when some
+session wants it (`wants`, and its `via` condition holds) and two or more sessions hold it; the
+sessions of live keys are judged together, the others alone, with the same result as when every
+session is judged at once. `via`: a want that matters only when a tool-call key repeats, across
+sessions (`SESSIONS_VIA`) or at all (`CALLS_VIA`), followed by that key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import polars as pl
+
+from analyzer.timeline.counters import id_counter
+
+if TYPE_CHECKING:
+    from analyzer.timeline import Timeline
+
+__all__ = ["CALLS_VIA", "LINK_COLUMNS", "SESSIONS_VIA", "link_rows"]
+
+LINK_COLUMNS: Final = ("key", "session_id", "wants", "via")
+SESSIONS_VIA: Final = "sessions:"
+CALLS_VIA: Final = "calls:"
+
+
+def _rows(
+    frame: pl.LazyFrame, key: pl.Expr, *, wants: bool, via: pl.Expr | None = None
+) -> pl.LazyFrame:
+    return frame.select(
+        key.alias("key"),
+        "session_id",
+        pl.lit(wants).alias("wants"),
+        (via if via is not None else pl.lit(None, pl.String)).alias("via"),
+    )
+
+
+def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
+    """`LINK_COLUMNS` rows of a timeline's sessions (`tools`: its RAW_TOOLS rows, the listings).
+    Distinct but for the tool-call keys, one row a call."""
+    events = timeline.sse_events.select("session_id", "stream_id", "flow_id", "event_id").filter(
+        pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
+    )
+    resumes = timeline.exchanges.filter(pl.col("last_event_id").is_not_null())
+    issued = events.select("session_id", "event_id").unique()
+    # A cursor its session never issued resolves in another session (DESIGN.md §2).
+    foreign = (
+        resumes.select("session_id", pl.col("last_event_id").alias("event_id"))
+        .join(issued, on=["session_id", "event_id"], how="anti")
+        .unique()
+    )
+    resumed = events.join(resumes.select("flow_id"), on="flow_id", how="semi")
+    on_resumed = events.join(
+        resumes.select("stream_id").drop_nulls().unique(), on="stream_id", how="semi"
+    )
+    prefix = id_counter("event_id", "prefix", "n")[0]
+    calls = _calls(timeline)
+    client = pl.concat_str(pl.lit("client:"), "client")
+    key = pl.concat_str(pl.lit("id:"), "event_id")
+    parts = [
+        _rows(issued, key, wants=False),
+        _rows(foreign, key, wants=True),
+        _rows(resumed, key, wants=True),
+        _rows(
+            events.select("session_id", prefix).drop_nulls("prefix").unique(),
+            pl.concat_str(pl.lit("prefix:"), "prefix"),
+            wants=False,
+        ),
+        _rows(
+            on_resumed.select("session_id", prefix).drop_nulls("prefix").unique(),
+            pl.concat_str(pl.lit("prefix:"), "prefix"),
+            wants=True,
+        ),
+        # Every call (not distinct: the driver counts them), and what a repeat of it reads.
+        _rows(calls, pl.col("call"), wants=True),
+        _rows(_clients(timeline), client, wants=False),
+        _rows(calls, client, wants=True, via=pl.concat_str(pl.lit(SESSIONS_VIA), "call")),
+        _rows(
+            calls,
+            pl.concat_str(pl.lit("list:"), "tool_name"),
+            wants=True,
+            via=pl.concat_str(pl.lit(CALLS_VIA), "call"),
+        ),
+        _rows(_listings(timeline, tools), pl.col("listing"), wants=False),
+    ]
+    calls_rows = pl.col("key").str.starts_with("call:")
+    merged = pl.concat(parts, how="vertical")
+    return pl.concat(
+        [merged.filter(calls_rows), merged.filter(~calls_rows).unique()], how="vertical"
+    ).select(LINK_COLUMNS)
+
+
+def _clients(timeline: Timeline) -> pl.LazyFrame:
+    """`session_id, client` as `repeated-tool-call` names a session's client."""
+    client = pl.coalesce(pl.concat_str("client_ip", "client_info", separator="|"), "session_id")
+    return timeline.sessions.select("session_id", client.alias("client"))
+
+
+def _calls(timeline: Timeline) -> pl.LazyFrame:
+    """Every tool call with its client and `call` key (what `repeated-tool-call` matches on)."""
+    return timeline.tool_calls.join(_clients(timeline), on="session_id", how="left").select(
+        "session_id",
+        "client",
+        "tool_name",
+        pl.concat_str(
+            pl.lit("call:"),
+            *(
+                pl.col(c).fill_null("\x00")
+                for c in ("client", "server", "tool_name", "arguments_hash")
+            ),
+            separator="|",
+        ).alias("call"),
+    )
+
+
+def _listings(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
+    """`session_id, listing`: the tools a session's `tools/list` results named. By name alone:
+    which server a listing speaks for is the timeline's to judge (a legacy server lists on its
+    GET stream), and a coarser key only relates more sessions."""
+    return (
+        tools.join(timeline.exchanges.select("flow_id", "session_id"), on="flow_id")
+        .select("session_id", pl.concat_str(pl.lit("list:"), "tool_name").alias("listing"))
+        .unique()
+    )
