@@ -1,5 +1,6 @@
 """Test tiers: `lab` (real lab servers and the proxy), `browser` (headless Chromium), `bench`
-(the benchmark scripts). `scripts/test --fast` deselects the three; `scripts/test` runs all."""
+(the benchmark scripts), `spark` (a local Spark session). `scripts/test --fast` deselects the
+four; `scripts/test` runs all."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from tests.support.lab_capture import LabRuns
 BENCH_TESTS = Path(__file__).resolve().parent / "bench"
 # The fixtures that start lab servers: a scenario's run, the lab's SDK server alone.
 LAB_FIXTURES = frozenset({"lab_runs", "lab_server"})
+# The fixture that starts a JVM running Spark in local mode.
+SPARK_FIXTURE = "spark"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for a lab server is a lab test; every test of tests/bench/ is a bench
-    test."""
+    """A test that asks for a lab server is a lab test, one that asks for a Spark session a
+    spark test; every test of tests/bench/ is a bench test."""
     for item in items:
         if LAB_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.lab)
+        if SPARK_FIXTURE in item.fixturenames:
+            item.add_marker(pytest.mark.spark)
         if item.path.is_relative_to(BENCH_TESTS):
             item.add_marker(pytest.mark.bench)
 

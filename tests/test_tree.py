@@ -208,5 +208,5 @@ def test_the_test_tiers_are_registered_markers() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     pytest_options = config["tool"]["pytest"]["ini_options"]
     names = {marker.split(":")[0] for marker in pytest_options["markers"]}
-    assert {"lab", "browser", "bench"} <= names
+    assert {"lab", "browser", "bench", "spark"} <= names
     assert "--strict-markers" in pytest_options["addopts"]
