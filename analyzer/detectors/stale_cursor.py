@@ -8,9 +8,7 @@ in the sessionless 2026 era is an info note: those servers ignore it, it resumes
 flagged: a cursor issued in the same session, priming events included. Where the analysis
 reaches several origins, another session means another session of the same origin: a cursor
 one server issued, sent to another, is one this server never issued (each numbers its own
-events). What to change: clients drop cursors that predate the session (clear the stored
-Last-Event-ID on initialize and on a 404); servers reject cursors their session never issued,
-and embed the session in event ids.
+events).
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -101,33 +99,31 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("_replayed").fill_null([]),
         )
         .filter((pl.col("status") != "resolved") | pl.col("_opening"))
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(honoured)
+        .pipe(
+            emit,
+            severity=pl.when(honoured)
             .then(pl.lit("high"))
             .when(sessionless | unseen_start)
             .then(pl.lit("info"))
-            .otherwise(pl.lit("medium"))
-            .alias("severity"),
-            pl.format(
+            .otherwise(pl.lit("medium")),
+            title=pl.format(
                 "cursor {} {}, sent with {}", "cursor", found, sent_with.otherwise("method")
-            ).alias("title"),
-            pl.format(
-                "Session {}: {} {} carried Last-Event-ID {}, {}{} {}",
+            ),
+            detail=pl.format(
+                "Session {}: {} {} carried Last-Event-ID {}, {}{}",
                 "session_id",
                 "method",
                 "flow_id",
                 "cursor",
                 found,
                 notes,
-                pl.lit(_FIX),
-            ).alias("detail"),
-            pl.concat_list("flow_id", "cursor_flow_id").alias("flow_ids"),
-            pl.concat_list("answer_stream_id", "cursor_stream_id").alias("stream_ids"),
-            pl.concat_list("cursor", "_replayed").alias("event_ids"),
-            pl.coalesce("cursor_ts", "ts").alias("first_ts"),
-            pl.col("ts").alias("last_ts"),
+            ),
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("flow_id", "cursor_flow_id"),
+            stream_ids=pl.concat_list("answer_stream_id", "cursor_stream_id"),
+            event_ids=pl.concat_list("cursor", "_replayed"),
+            first_ts=pl.coalesce("cursor_ts", "ts"),
+            last_ts="ts",
         )
     )
 
@@ -142,7 +138,7 @@ _SESSIONLESS = (
 )
 _UNSEEN_START = " The session's start is not in the capture: the id may predate the capture."
 _HONOURED = " The server honoured it: it replayed message(s) {} of that session into this one."
-_FIX = (
+REMEDY: Final = (
     "Clients must drop cursors that predate the session (clear the stored Last-Event-ID on "
     "initialize and after a 404); servers should reject a cursor the session never issued "
     "rather than answer as if resuming, and embed the session in event ids."
@@ -150,5 +146,9 @@ _FIX = (
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="stale-cursor", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="stale-cursor",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )
