@@ -24,9 +24,6 @@ the response is lost).
 Must not flag: a correct replay followed by a new priming event; an answer that carried no
 event at all (interrupted, or polling: the client keeps its cursor and resumes again); a
 partial replay (`causal-gap` judges what it left out); an answer still open at capture end.
-What to change: replay from a session-scoped authoritative event log every replica can read (or
-route resumes to the replica holding it: sticky routing), and answer a cursor you cannot honour
-with an error, never with 200 and a fresh stream.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: two kinds of due (events, a response) and three
@@ -39,7 +36,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
 from analyzer.timeline.counters import resume_counters
 
@@ -276,10 +273,7 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         "The resume of stream {} ({}) from cursor {} (issued by replica {}) on flow {} was "
         "answered 200 by replica {} with {} instead of {}. Nothing on the answer said the cursor "
         "was not honoured: the client takes it for a continuation and will never see those "
-        "messages. What to change: replay from a session-scoped authoritative event log every "
-        "replica can read, or route resumes to the replica that issued the cursor (sticky "
-        "routing); answer a cursor you cannot honour with an error instead of 200 and a fresh "
-        "stream.",
+        "messages.",
         "stream_id",
         pl.col("what").fill_null("standalone GET stream"),
         "cursor",
@@ -303,27 +297,35 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         unserved.join(sent.filter(pl.col("payloads").is_not_null()), on="r_flow")
         .filter(answered)
         .join(streams, on="stream_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(~pl.col("owed") | moved)
+        .pipe(
+            emit,
+            severity=pl.when(~pl.col("owed") | moved)
             .then(pl.lit(Severity.HIGH.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value))
-            .alias("severity"),
-            pl.format("Resume of stream {} answered without its replay", "stream_id").alias(
-                "title"
-            ),
-            detail.alias("detail"),
-            pl.concat_list("cursor_flow_id", "r_flow").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("cursor", "due", "sent").alias("event_ids"),
-            pl.concat_list("request_id").alias("request_ids"),
-            pl.col("r_ts").alias("first_ts"),
-            pl.col("r_ts").alias("last_ts"),
+            .otherwise(pl.lit(Severity.MEDIUM.value)),
+            title=pl.format("Resume of stream {} answered without its replay", "stream_id"),
+            detail=detail,
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("cursor_flow_id", "r_flow"),
+            stream_ids=pl.concat_list("stream_id"),
+            event_ids=pl.concat_list("cursor", "due", "sent"),
+            request_ids=pl.concat_list("request_id"),
+            first_ts="r_ts",
+            last_ts="r_ts",
         )
     )
 
 
+REMEDY: Final = (
+    "What to change: replay from a session-scoped authoritative event log every replica can "
+    "read, or route resumes to the replica that issued the cursor (sticky routing); answer a "
+    "cursor you cannot honour with an error instead of 200 and a fresh stream."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="phantom-resume", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="phantom-resume",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )
