@@ -23,9 +23,6 @@ was still open at capture end.
 Must not flag: a replay still in progress at a later incarnation (later incarnations count),
 2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`),
 ids that are no per-stream counter (UUIDs, epoch-ms and random parts, one constant id).
-What to change: keep a session-scoped authoritative event log that outlives connections,
-buffers and replicas; replay everything after the cursor contiguously; answer a cursor that
-cannot be honoured with an error, not a partial 200.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: four kinds of evidence (carried, skipped in
@@ -39,7 +36,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
 from analyzer.timeline.answers import CANCELLATION, REQUEST
 from analyzer.timeline.counters import id_counter, resume_counters
@@ -377,10 +374,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     still_open = pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown")
     detail = pl.format(
         "Stream {} ({}, opened on replica {}) was resumed but did not deliver what came after the "
-        "client's cursor. {}{} What to change: keep a session-scoped authoritative event log that "
-        "outlives connections, buffers and replicas (or route resumes to the replica holding it), "
-        "replay every event after the cursor contiguously, and answer a cursor you cannot honour "
-        "with an error instead of 200.",
+        "client's cursor. {}{}",
         "stream_id",
         opened,
         pl.col("replica").fill_null("unknown"),
@@ -404,27 +398,35 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             ).alias("sure"),
         )
         .join(timeline.streams.filter(~SESSIONLESS.fill_null(False)), on="stream_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(still_open)
+        .pipe(
+            emit,
+            severity=pl.when(still_open)
             .then(pl.lit(Severity.INFO.value))
             .when(pl.col("sure"))
             .then(pl.lit(Severity.HIGH.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value))
-            .alias("severity"),
-            pl.format("Stream {} lost messages after a resume", "stream_id").alias("title"),
-            detail.alias("detail"),
-            pl.concat_list("stream_id", "flow_ids").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            "event_ids",
-            pl.concat_list("request_id").alias("request_ids"),
-            "first_ts",
-            "last_ts",
+            .otherwise(pl.lit(Severity.MEDIUM.value)),
+            title=pl.format("Stream {} lost messages after a resume", "stream_id"),
+            detail=detail,
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("stream_id", "flow_ids"),
+            stream_ids=pl.concat_list("stream_id"),
+            event_ids="event_ids",
+            request_ids=pl.concat_list("request_id"),
         )
     )
 
 
+REMEDY: Final = (
+    "What to change: keep a session-scoped authoritative event log that outlives connections, "
+    "buffers and replicas (or route resumes to the replica holding it), replay every event after "
+    "the cursor contiguously, and answer a cursor you cannot honour with an error instead of 200."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="causal-gap", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="causal-gap",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )
