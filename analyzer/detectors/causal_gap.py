@@ -41,6 +41,13 @@ from analyzer.timeline import payloads_of
 from analyzer.timeline.answers import CANCELLATION, REQUEST
 from analyzer.timeline.counters import id_counter, resume_counters
 from analyzer.timeline.keys import SESSIONLESS
+from analyzer.timeline.progress import (
+    first_of_incarnation,
+    needing_total,
+    progress_groups,
+    settled_steps,
+    token_steps,
+)
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -102,55 +109,17 @@ def _carried(tl: Timeline) -> pl.LazyFrame:
 
 
 def _steps(tl: Timeline, progress: pl.LazyFrame) -> pl.LazyFrame:
-    """Each (stream, token) `gid`'s step `d`: its smallest positive increment within one
-    incarnation, on any of them; else 1 when every value is an integer and the notifications
-    carry an integer `total` (the progress counts steps). `even`: the step is sure (all
-    increments equal, or counted by `total`); uneven increments only bound it."""
-    same = (
-        (pl.col("gid") == pl.col("gid").shift())
-        & (pl.col("incarnation") == pl.col("incarnation").shift())
-    ).fill_null(False)
-    inc = pl.when(same).then(pl.col("p") - pl.col("p").shift())
-    steps = (
-        progress.select("gid", "stream_id", "data_hash", "p", inc.alias("_d"))
-        .group_by("gid")
-        .agg(
-            pl.col("stream_id").first(),
-            pl.col("_d").filter(pl.col("_d") > 0).min().alias("d"),
-            pl.col("_d").filter(pl.col("_d") > 0).max().alias("d_max"),
-            (pl.col("p") % 1 == 0).all().alias("integral"),
-            pl.col("data_hash").first(),
-        )
-    )
-    # `total` is read from the payload only for tokens whose increments say nothing.
+    """Each progress group's step (`analyzer.timeline.progress`), reading a payload's `total`
+    only for the groups whose increments say nothing."""
+    steps = token_steps(progress)
+    wanted = needing_total(steps).collect(engine="streaming")
     total = pl.col("text").str.json_path_match("$.params.total").cast(pl.Float64, strict=False)
-    counted = (
-        steps.filter(pl.col("d").is_null() & pl.col("integral"))
-        .select("data_hash")
-        .drop_nulls()
-        .unique()
-        .collect(engine="streaming")
-    )
     totals = (
-        payloads_of(tl, counted.lazy(), total.alias("total"), text=False)
-        if not counted.is_empty()  # no token without increments: no payload read
+        payloads_of(tl, wanted.lazy(), total.alias("total"), text=False)
+        if not wanted.is_empty()  # no token without increments: no payload read
         else pl.LazyFrame(schema={"data_hash": pl.String, "total": pl.Float64})
-    ).select("data_hash", (pl.col("total") % 1 == 0).fill_null(False).alias("counted"))
-    return (
-        steps.join(totals, on="data_hash", how="left")
-        .with_columns(
-            pl.when(pl.col("d").is_not_null())
-            .then(pl.col("d"))
-            .when(pl.col("counted").fill_null(False))
-            .then(pl.lit(1.0))
-            .alias("d"),
-            (
-                pl.col("d").is_null() | (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
-            ).alias("even"),
-        )
-        .filter(pl.col("d").is_not_null())
-        .select("gid", "stream_id", "d", "even")
     )
+    return settled_steps(steps, totals)
 
 
 def _skipped(
@@ -158,31 +127,9 @@ def _skipped(
 ) -> pl.LazyFrame:
     """Resumes whose first progress value jumps past the client's last by more than a step
     (a resume whose per-stream counter ids went on at cursor + 1, `contiguous`, lost nothing)."""
-    # The progress notifications of the resumed streams, with their position, in order of
-    # stream, token and position (`Timeline.resumed_progress`): the increments, the as-of join
-    # and each incarnation's first value below read that order. Each (stream, token) is
-    # numbered in that order (`gid`): the grouping and joins below hash the number, not texts.
-    new_group = pl.any_horizontal(
-        pl.col(c).ne_missing(pl.col(c).shift()) for c in ("stream_id", "token")
-    )
-    progress = (
-        tl.resumed_progress.select(
-            "stream_id",
-            "incarnation",
-            "stream_pos",
-            "ts",
-            "event_id",
-            "data_hash",
-            pl.col("progress_token").alias("token"),
-            pl.col("progress").alias("p"),
-        )
-        .with_columns(new_group.cum_sum().alias("gid"))
-        .cache()  # read by `step`, `last_before` and `firsts`: read once
-    )
-    first_of_incarnation = ~(
-        (pl.col("gid") == pl.col("gid").shift())
-        & (pl.col("incarnation") == pl.col("incarnation").shift())
-    ).fill_null(False)
+    # The progress of the resumed streams in order of stream, token and position: the
+    # increments, the as-of join and each incarnation's first value below read that order.
+    progress = tl.resumed_progress.pipe(progress_groups).cache()  # read three times: once
     step = _steps(tl, progress).cache()  # read by `last_before` and `jumps`: computed once
     # Each resume meets its stream's progress twice: the client's last progress before the
     # cursor, per token with a step (an as-of join on the position: joining every resume to
@@ -202,7 +149,7 @@ def _skipped(
         .filter(pl.col("p_last").is_not_null())
         .select("r_flow", "gid", "p_last")
     )
-    firsts = progress.filter(first_of_incarnation).rename({"incarnation": "r_inc"})
+    firsts = first_of_incarnation(progress).rename({"incarnation": "r_inc"})
     jumps = (
         resumes.join(contiguous, on="r_flow", how="anti")
         .join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
