@@ -39,7 +39,7 @@ from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
 from analyzer.timeline.answers import CANCELLATION, REQUEST
-from analyzer.timeline.counters import id_counter, resume_counters
+from analyzer.timeline.counters import carried_between, resume_counters, went_on_at
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.progress import (
     first_of_incarnation,
@@ -179,11 +179,8 @@ def _skipped(
 
 def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -> pl.LazyFrame:
     """Resumes whose replay of a per-stream counter started past cursor + 1, when no event of
-    the capture, on any stream or session, carries a number in between (a counter the session's
-    streams, or the server's sessions, share skips on each of them legitimately). Another
-    session that carries one of the resumed session's own numbers runs a counter of its own
-    (ids are unique within a session, DESIGN.md §1; a shared counter issues each number once):
-    its numbers say nothing of this one's."""
+    the capture carries a number in between (`carried_between`: a counter the session's
+    streams, or the server's sessions, share skips on each of them legitimately)."""
     skips = counted.filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n") + 1))
     events = tl.sse_events.select("session_id", "event_id").filter(pl.col("event_id").is_not_null())
     answers = tl.resumed_events
@@ -195,30 +192,8 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
             tl.streams.select("stream_id", pl.col("session_id").alias("r_session")), on="stream_id"
         )
         .select("r_flow", "r_session", "prefix", "c_n", "a_n")
-        .cache()  # read by `own` and `seen`
     )
-    # Each session's numbers of the resumed counters' prefixes, once each.
-    numbered = (
-        events.select("session_id", *id_counter("event_id", "prefix", "n"))
-        .join(skips.select("prefix").unique().lazy(), on="prefix", how="semi")
-        .unique()
-        .cache()  # read three times below
-    )
-    own = numbered.join(
-        resumed, left_on=["session_id", "prefix"], right_on=["r_session", "prefix"]
-    ).select("r_flow", pl.col("session_id").alias("r_session"), "prefix", "n")
-    counting_alone = (
-        numbered.join(own, on=["prefix", "n"])
-        .filter(pl.col("session_id") != pl.col("r_session"))
-        .select("r_flow", "session_id")
-        .unique()
-    )
-    seen = (
-        numbered.join(resumed, on="prefix")
-        .filter((pl.col("n") > pl.col("c_n")) & (pl.col("n") < pl.col("a_n")))
-        .join(counting_alone, on=["r_flow", "session_id"], how="anti")
-        .select("r_flow")
-    )
+    seen = carried_between(resumed, events)
     text = pl.format(
         "The resume from {} went on at event {} of the stream's own id counter, {} past the "
         "cursor: no event of the capture carries the {} id(s) in between, so the replay began "
@@ -229,20 +204,7 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
         pl.col("a_n") - pl.col("c_n") - 1,
     )
     # The id the replay went on at, for the evidence (read among those few answers' events).
-    went_on = (
-        answers.join(
-            skips.lazy().select(pl.col("r_flow").alias("flow_id")), on="flow_id", how="semi"
-        )
-        .select("flow_id", "ordinal", "event_id", *id_counter("event_id", "prefix", "n"))
-        .join(
-            skips.lazy().select(
-                pl.col("r_flow").alias("flow_id"), "prefix", pl.col("a_n").alias("n")
-            ),
-            on=["flow_id", "prefix", "n"],
-        )
-        .group_by(pl.col("flow_id").alias("r_flow"))
-        .agg(pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"))
-    )
+    went_on = went_on_at(skips.lazy(), answers)
     ids, flows = pl.concat_list("cursor", "a_event_id"), pl.concat_list("cursor_flow_id", "r_flow")
     return (
         skips.lazy()
