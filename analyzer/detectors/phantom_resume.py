@@ -38,7 +38,8 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
-from analyzer.timeline.counters import resume_counters
+from analyzer.timeline.counters import own_prefixes, resume_counters
+from analyzer.timeline.progress import earlier_tokens
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -140,21 +141,12 @@ def _continued(
     the stream carried before, the response to its request, or ids further along a counter
     whose prefix names the stream (`by_token`), or ids further along its per-stream counter
     (`by_counter`), unless they sent a due id with another payload."""
-    tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
-    # Each token's first incarnation: a token on the answer that an earlier one carried.
-    first = tokens.group_by("stream_id", "progress_token").agg(
-        pl.col("incarnation").min().alias("before")
-    )
-    by_token = (
+    answered = (
         answer.select("r_flow", "incarnation")
         .unique()
         .join(resumes.select("r_flow", "stream_id"), on="r_flow")
-        .join(tokens.unique(), on=["stream_id", "incarnation"])
-        .join(first, on=["stream_id", "progress_token"])
-        .filter(pl.col("before") < pl.col("incarnation"))
-        .select("r_flow")
-        .unique()
     )
+    by_token = earlier_tokens(timeline.resumed_progress, answered)
     # An answer the server ended on its own without the owed response carried other messages
     # instead of it, counter or not; one cut short may still have been on its way to it.
     cut_short = resumes.filter((pl.col("answer_end_how") != "complete").fill_null(True))
@@ -164,7 +156,11 @@ def _continued(
     )
     counted = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(further)
     by_prefix = counted.join(
-        _own_prefixes(timeline, counted.select("stream_id", "prefix")),
+        own_prefixes(
+            counted.select("stream_id", "prefix"),
+            timeline.streams.select("stream_id", "session_id"),
+            timeline.id_counters,
+        ),
         on=["stream_id", "prefix"],
         how="semi",
     ).select("r_flow")
@@ -201,29 +197,6 @@ def _continued(
         .join(reused, on="r_flow", how="anti")
         .group_by("r_flow")
         .agg(pl.col("by_token", "by_counter").fill_null(False).any())
-    )
-
-
-def _own_prefixes(timeline: Timeline, candidates: pl.LazyFrame) -> pl.LazyFrame:
-    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
-    other stream of the session carries the prefix, and another one carries counter ids of its
-    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
-    stream, nothing tells."""
-    streams = timeline.streams.select("stream_id", "session_id")
-    asked = candidates.unique().join(streams, on="stream_id")
-    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
-    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
-    others = (
-        timeline.id_counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
-        .join(streams.rename({"stream_id": "other"}), on="other")
-        .join(asked, on="session_id")
-        .filter(pl.col("other") != pl.col("stream_id"))
-    )
-    return (
-        others.group_by("stream_id", "prefix")
-        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
-        .filter(~pl.col("shared"))
-        .select("stream_id", "prefix")
     )
 
 

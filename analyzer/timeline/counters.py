@@ -18,6 +18,7 @@ __all__ = [
     "carried_between",
     "id_counter",
     "id_counters",
+    "own_prefixes",
     "resume_counters",
     "went_on_at",
 ]
@@ -156,4 +157,28 @@ def went_on_at(skips: pl.LazyFrame, answers: pl.LazyFrame) -> pl.LazyFrame:
         .join(wanted, on=["flow_id", "prefix", "n"])
         .group_by(pl.col("flow_id").alias("r_flow"))
         .agg(pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"))
+    )
+
+
+def own_prefixes(
+    candidates: pl.LazyFrame, streams: pl.LazyFrame, counters: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
+    other stream of the session carries the prefix, and another one carries counter ids of its
+    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
+    stream, nothing tells. `streams`: `stream_id, session_id`; `counters`: `id_counters`."""
+    asked = candidates.unique().join(streams, on="stream_id")
+    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
+    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
+    others = (
+        counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
+        .join(streams.rename({"stream_id": "other"}), on="other")
+        .join(asked, on="session_id")
+        .filter(pl.col("other") != pl.col("stream_id"))
+    )
+    return (
+        others.group_by("stream_id", "prefix")
+        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
+        .filter(~pl.col("shared"))
+        .select("stream_id", "prefix")
     )

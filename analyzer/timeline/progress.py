@@ -17,6 +17,7 @@ import polars as pl
 __all__ = [
     "PROGRESS_COLUMNS",
     "STEP_COLUMNS",
+    "earlier_tokens",
     "first_of_incarnation",
     "needing_total",
     "progress_groups",
@@ -112,4 +113,22 @@ def settled_steps(steps: pl.LazyFrame, totals: pl.LazyFrame) -> pl.LazyFrame:
         )
         .filter(pl.col("d").is_not_null())
         .select(STEP_COLUMNS)
+    )
+
+
+def earlier_tokens(resumed_progress: pl.LazyFrame, answers: pl.LazyFrame) -> pl.LazyFrame:
+    """The answers (`r_flow`) carrying progress on a token an earlier incarnation of their
+    stream carried: they went on with the stream's own work. `answers`: `r_flow, stream_id,
+    incarnation`."""
+    tokens = resumed_progress.select("stream_id", "incarnation", "progress_token")
+    first = tokens.group_by("stream_id", "progress_token").agg(
+        pl.col("incarnation").min().alias("before")
+    )
+    return (
+        answers.unique()
+        .join(tokens.unique(), on=["stream_id", "incarnation"])
+        .join(first, on=["stream_id", "progress_token"])
+        .filter(pl.col("before") < pl.col("incarnation"))
+        .select("r_flow")
+        .unique()
     )

@@ -6,7 +6,13 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.counters import carried_between, id_counters, resume_counters, went_on_at
+from analyzer.timeline.counters import (
+    carried_between,
+    id_counters,
+    own_prefixes,
+    resume_counters,
+    went_on_at,
+)
 
 
 def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
@@ -115,3 +121,22 @@ def test_went_on_at_names_the_first_event_at_the_answer_counter() -> None:
     )
     got = went_on_at(skips, answers).collect()
     assert got.rows() == [("g1", "e5")]  # g2 carried no e9; `other` is no answer
+
+
+def test_own_prefixes_name_a_stream_only_where_other_streams_count_apart() -> None:
+    streams = pl.LazyFrame(
+        {"stream_id": ["a", "b", "c", "d", "e"], "session_id": ["s", "s", "t", "t", "u"]}
+    )
+    counters = pl.LazyFrame(
+        {
+            # s: a and b each count under their own prefix; t: c and d share one counter;
+            # u: e is its session's only stream.
+            "stream_id": ["a", "b", "c", "d", "e"],
+            "prefix": ["a_", "b_", "evt-", "evt-", "e_"],
+        }
+    )
+    candidates = pl.LazyFrame(
+        {"stream_id": ["a", "c", "e", "a"], "prefix": ["a_", "evt-", "e_", "a_"]}
+    )
+    got = own_prefixes(candidates, streams, counters).collect()
+    assert got.rows() == [("a", "a_")]

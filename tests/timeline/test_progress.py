@@ -9,6 +9,7 @@ from polars.testing import assert_frame_equal
 from analyzer.timeline.progress import (
     PROGRESS_COLUMNS,
     STEP_COLUMNS,
+    earlier_tokens,
     first_of_incarnation,
     needing_total,
     progress_groups,
@@ -98,3 +99,17 @@ def test_settled_steps_leave_out_a_total_that_counts_no_steps() -> None:
         )
         got = settled_steps(steps, totals).collect()
         assert sorted(got["gid"].to_list()) == [1, 2]
+
+
+def test_earlier_tokens_find_answers_going_on_with_an_earlier_token() -> None:
+    answers = pl.LazyFrame(
+        {
+            "r_flow": ["g1", "g2", "g3"],
+            "stream_id": ["a", "b", "z"],
+            "incarnation": [1, 0, 1],
+        }
+    )
+    # a/1 carries token t, first seen on a/0: g1 went on; b/0 is where b's t starts (g2:
+    # nothing earlier); z carried no progress (g3).
+    got = earlier_tokens(_resumed_progress(), answers).collect()
+    assert got["r_flow"].to_list() == ["g1"]
