@@ -90,7 +90,6 @@ LONG_DETECTORS = {
     "analyzer.detectors.lost_response": "#31",
     "analyzer.detectors.phantom_resume": "#31",
     "analyzer.detectors.repeated_tool_call": "#31",
-    "analyzer.detectors.stale_cursor": "#31",
 }
 PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}  # none left since #27
 TIMELINE_IMPORTS_INGEST = {

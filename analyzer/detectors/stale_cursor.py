@@ -19,6 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline.replays import other_session_replays
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -31,29 +32,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     started = timeline.sessions.select(
         "session_id", pl.col("initialized").alias("_started"), pl.col("origin").alias("_origin")
     )
-    # Messages the cursor's stream sent after it, carried again by the answer (same id, same
-    # payload): the server resumed another session's stream into this one.
-    sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
-    foreign = timeline.resumptions.filter(pl.col("status") == "other_session").collect()
-    if foreign.is_empty():  # no cursor from another session (the usual case): no event is read
-        sent = pl.LazyFrame(schema=sent.collect_schema())
-    # Only the events of the streams those cursors name: the join below never holds the rest.
-    cursor_streams = foreign.lazy().select(pl.col("cursor_stream_id").alias("stream_id")).unique()
-    earlier = sent.join(cursor_streams, on="stream_id", how="semi").select(
-        *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
-        "event_id",
-        "payload_hash",
-        pl.col("ts").alias("_sent_ts"),
-    )
-    replayed = (
-        sent.select("flow_id", "ordinal", "event_id", "payload_hash")
-        .join(foreign.lazy(), on="flow_id")
-        .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
-        .filter(
-            (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))
-        )
-        .group_by("flow_id")
-        .agg(pl.col("event_id").sort_by("ordinal").unique(maintain_order=True).alias("_replayed"))
+    replayed = other_session_replays(timeline.resumptions, timeline.sse_events).rename(
+        {"replayed": "_replayed"}
     )
     honoured = pl.col("_replayed").list.len() > 0
     sessionless = pl.col("era").str.starts_with("2026-").fill_null(False)
