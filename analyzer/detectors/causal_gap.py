@@ -283,7 +283,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     still_open = pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown")
     detail = pl.format(
         "Stream {} ({}, opened on replica {}) was resumed but did not deliver what came after the "
-        "client's cursor. {}{}",
+        "client's cursor. {}{} What to change:",
         "stream_id",
         opened,
         pl.col("replica").fill_null("unknown"),
@@ -326,7 +326,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "What to change: keep a session-scoped authoritative event log that outlives connections, "
+    "keep a session-scoped authoritative event log that outlives connections, "
     "buffers and replicas (or route resumes to the replica holding it), replay every event after "
     "the cursor contiguously, and answer a cursor you cannot honour with an error instead of 200."
 )

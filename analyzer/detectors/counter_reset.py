@@ -123,7 +123,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     since = pl.when("below_cursor").then(pl.format("the resume's cursor {}", "cursor"))
     detail = pl.format(
         "On stream {} ({}), incarnation {} (flow {}, replica {}) issued {} at or below {} in "
-        "the same id counter: the server's counter restarted or ran backwards. {}",
+        "the same id counter: the server's counter restarted or ran backwards. {} What to "
+        "change:",
         "stream_id",
         pl.col("what").fill_null("standalone GET stream"),
         "incarnation",
@@ -163,7 +164,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "What to change: issue ids from a session-scoped authoritative event log whose counter "
+    "issue ids from a session-scoped authoritative event log whose counter "
     "survives restarts, buffer expiry and replicas (session-global ids), and refuse a cursor the "
     "log cannot place."
 )

@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 
 
 REMEDY: Final = (
-    "What to change: scope the event store by session, so that a cursor replays only its own "
-    "session's stream."
+    "scope the event store by session, so that a cursor replays only its own session's stream."
 )
 _KEY: Final = ["event_id", "payload_hash"]
 # Ids no counter makes, which two sessions cannot draw alike by chance: a UUID (the Python SDK's
@@ -121,7 +120,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}) carried events "
             "(ids {}) that session(s) {} received too (flows {}){}. The event store serves "
             "several sessions under stream keys that are unique only within one (request ids, "
-            "`_GET_stream`): this client received another session's messages.",
+            "`_GET_stream`): this client received another session's messages. What to change:",
             "session_id", "stream_id", "cursor", "flow_id",
             pl.col("event_ids").list.join(", "),
             pl.col("others").list.join(", "),

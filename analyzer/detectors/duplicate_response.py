@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 REMEDY: Final = (
-    "What to change: send each response once, on its request's POST stream (replay it only on "
+    "send each response once, on its request's POST stream (replay it only on "
     "incarnations of that stream), and make side effects idempotent (idempotency keys) so a "
     "retried request cannot produce a second, different result."
 )
@@ -188,7 +188,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         detail=pl.format(
             "Session {}: {} (streams {}; flows {}; event ids {}). A request must be "
             "answered once, and a message sent on one stream only: the client keeps whichever "
-            "copy comes first and the request may have executed twice.",
+            "copy comes first and the request may have executed twice. What to change:",
             "session_id",
             "what",
             pl.col("stream_ids").list.join(", ").replace("", "none"),

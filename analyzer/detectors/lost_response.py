@@ -134,7 +134,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         detail=pl.format(
             "Session {}: the client's request {}{} (flow {}, replica {}) was accepted, but no "
             "response to it reached the client by the end of its incarnation chain or its "
-            "session ({}), and {}.{}",
+            "session ({}), and {}.{} What to change:",
             "session_id",
             what,
             pl.when(pl.col("tool_name").is_not_null())
@@ -167,7 +167,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "What to change: keep a session-scoped authoritative event log that outlives connections "
+    "keep a session-scoped authoritative event log that outlives connections "
     "and replicas so a resume replays the response, route resumes to the replica holding the "
     "stream (sticky routing on Mcp-Session-Id), and never end a request's stream before its "
     "response."

@@ -246,7 +246,7 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         "The resume of stream {} ({}) from cursor {} (issued by replica {}) on flow {} was "
         "answered 200 by replica {} with {} instead of {}. Nothing on the answer said the cursor "
         "was not honoured: the client takes it for a continuation and will never see those "
-        "messages.",
+        "messages. What to change:",
         "stream_id",
         pl.col("what").fill_null("standalone GET stream"),
         "cursor",
@@ -289,7 +289,7 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
 
 
 REMEDY: Final = (
-    "What to change: replay from a session-scoped authoritative event log every replica can "
+    "replay from a session-scoped authoritative event log every replica can "
     "read, or route resumes to the replica that issued the cursor (sticky routing); answer a "
     "cursor you cannot honour with an error instead of 200 and a fresh stream."
 )
