@@ -326,9 +326,9 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "keep a session-scoped authoritative event log that outlives connections, "
-    "buffers and replicas (or route resumes to the replica holding it), replay every event after "
-    "the cursor contiguously, and answer a cursor you cannot honour with an error instead of 200."
+    "keep a session-scoped authoritative event log that outlives connections, buffers and "
+    "replicas (or route resumes to the replica holding it), replay every event after the cursor "
+    "contiguously, and answer a cursor you cannot honour with an error instead of 200."
 )
 
 

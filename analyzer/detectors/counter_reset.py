@@ -164,9 +164,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "issue ids from a session-scoped authoritative event log whose counter "
-    "survives restarts, buffer expiry and replicas (session-global ids), and refuse a cursor the "
-    "log cannot place."
+    "issue ids from a session-scoped authoritative event log whose counter survives restarts, "
+    "buffer expiry and replicas (session-global ids), and refuse a cursor the log cannot place."
 )
 
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 REMEDY: Final = (
-    "send each response once, on its request's POST stream (replay it only on "
-    "incarnations of that stream), and make side effects idempotent (idempotency keys) so a "
-    "retried request cannot produce a second, different result."
+    "send each response once, on its request's POST stream (replay it only on incarnations of "
+    "that stream), and make side effects idempotent (idempotency keys) so a retried request "
+    "cannot produce a second, different result."
 )
 _FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
 

@@ -167,10 +167,9 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
 
 
 REMEDY: Final = (
-    "keep a session-scoped authoritative event log that outlives connections "
-    "and replicas so a resume replays the response, route resumes to the replica holding the "
-    "stream (sticky routing on Mcp-Session-Id), and never end a request's stream before its "
-    "response."
+    "keep a session-scoped authoritative event log that outlives connections and replicas so a "
+    "resume replays the response, route resumes to the replica holding the stream (sticky routing "
+    "on Mcp-Session-Id), and never end a request's stream before its response."
 )
 
 

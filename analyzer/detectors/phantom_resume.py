@@ -289,9 +289,9 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
 
 
 REMEDY: Final = (
-    "replay from a session-scoped authoritative event log every replica can "
-    "read, or route resumes to the replica that issued the cursor (sticky routing); answer a "
-    "cursor you cannot honour with an error instead of 200 and a fresh stream."
+    "replay from a session-scoped authoritative event log every replica can read, or route "
+    "resumes to the replica that issued the cursor (sticky routing); answer a cursor you cannot "
+    "honour with an error instead of 200 and a fresh stream."
 )
 
 
