@@ -79,6 +79,18 @@ LONG_MODULES = {
     "analyzer.schema": "#31",
     "analyzer.timeline": "#31 (the timeline's one wiring)",
 }
+# A detector file reads as its rule (issue 31): none over 150 lines but these, each still
+# holding analysis that is not its rule; a shortened one leaves the list.
+DETECTOR_MAX_LINES = 150
+LONG_DETECTORS = {
+    "analyzer.detectors.causal_gap": "#31",
+    "analyzer.detectors.counter_reset": "#31",
+    "analyzer.detectors.duplicate_response": "#31",
+    "analyzer.detectors.header_mismatch": "#31",
+    "analyzer.detectors.lost_response": "#31",
+    "analyzer.detectors.phantom_resume": "#31",
+    "analyzer.detectors.repeated_tool_call": "#31",
+}
 PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}  # none left since #27
 TIMELINE_IMPORTS_INGEST = {
     "analyzer.timeline": "#31 (loading moves to analyzer.analysis)",
@@ -194,10 +206,22 @@ def test_no_analyzer_module_over_500_lines() -> None:
     assert {m: n for m, n in long.items() if m not in LONG_MODULES} == {}
 
 
+def test_no_detector_over_150_lines_but_the_listed() -> None:
+    lines = {
+        m: len(path.read_text(encoding="utf-8").splitlines())
+        for m, path in _modules().items()
+        if m.startswith("analyzer.detectors.")
+    }
+    assert {m: n for m, n in lines.items() if n > DETECTOR_MAX_LINES} == {
+        m: lines.get(m) for m in LONG_DETECTORS
+    }
+
+
 def test_every_listed_exception_names_a_module() -> None:
     modules = _modules()
     listed = {
         *LONG_MODULES,
+        *LONG_DETECTORS,
         *TIMELINE_IMPORTS_INGEST,
         *(m for pair in PRIVATE_IMPORTS for m in pair),
     }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import SEVERITY_DTYPE, Severity, finding_rows
+from analyzer.findings import SEVERITY_DTYPE, Severity, emit, finding_rows
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -92,20 +92,15 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("ts").min().alias("first_ts"),
             pl.max_horizontal(pl.col("ts").max(), pl.col("end_ts").max()).alias("last_ts"),
         )
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.format("{} response(s) open at capture end", pl.col("flow_ids").list.len()).alias(
-                "title"
-            ),
-            pl.lit(
+        .pipe(
+            emit,
+            title=pl.format("{} response(s) open at capture end", pl.col("flow_ids").list.len()),
+            detail=pl.lit(
                 "These HTTP responses were still open when the capture stopped: their losses "
                 "and replays are not judged. Stop the proxy after the traffic under test ends."
-            ).alias("detail"),
-            "flow_ids",
-            "stream_ids",
-            "first_ts",
-            "last_ts",
+            ),
+            flow_ids="flow_ids",
+            stream_ids="stream_ids",
         )
     )
     return pl.concat(
@@ -127,21 +122,18 @@ def _too_deep(timeline: Timeline) -> pl.LazyFrame:
             pl.col("ts").min().alias("first_ts"),
             pl.col("ts").max().alias("last_ts"),
         )
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.lit(Severity.LOW.value, SEVERITY_DTYPE).alias("severity"),
-            pl.format(
+        .pipe(
+            emit,
+            severity=pl.lit(Severity.LOW.value, SEVERITY_DTYPE),
+            title=pl.format(
                 "{} message(s) nested too deeply to read", pl.col("flow_ids").list.len()
-            ).alias("title"),
-            pl.lit(
+            ),
+            detail=pl.lit(
                 "These JSON-RPC messages nest deeper than can be parsed or canonicalized: a "
                 "tools/call among them is missing from the tool calls, so a repeated call "
                 "cannot be judged. Flatten the arguments, or look at these flows by hand."
-            ).alias("detail"),
-            "flow_ids",
-            "first_ts",
-            "last_ts",
+            ),
+            flow_ids="flow_ids",
         )
     )
 

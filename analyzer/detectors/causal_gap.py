@@ -23,9 +23,6 @@ was still open at capture end.
 Must not flag: a replay still in progress at a later incarnation (later incarnations count),
 2026-07-28 streams (closing one is its cancellation), streams never resumed (`lost-response`),
 ids that are no per-stream counter (UUIDs, epoch-ms and random parts, one constant id).
-What to change: keep a session-scoped authoritative event log that outlives connections,
-buffers and replicas; replay everything after the cursor contiguously; answer a cursor that
-cannot be honoured with an error, not a partial 200.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: four kinds of evidence (carried, skipped in
@@ -39,11 +36,18 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
 from analyzer.timeline.answers import CANCELLATION, REQUEST
-from analyzer.timeline.counters import id_counter, resume_counters
+from analyzer.timeline.counters import carried_between, resume_counters, went_on_at
 from analyzer.timeline.keys import SESSIONLESS
+from analyzer.timeline.progress import (
+    first_of_incarnation,
+    needing_total,
+    progress_groups,
+    settled_steps,
+    token_steps,
+)
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -105,55 +109,17 @@ def _carried(tl: Timeline) -> pl.LazyFrame:
 
 
 def _steps(tl: Timeline, progress: pl.LazyFrame) -> pl.LazyFrame:
-    """Each (stream, token) `gid`'s step `d`: its smallest positive increment within one
-    incarnation, on any of them; else 1 when every value is an integer and the notifications
-    carry an integer `total` (the progress counts steps). `even`: the step is sure (all
-    increments equal, or counted by `total`); uneven increments only bound it."""
-    same = (
-        (pl.col("gid") == pl.col("gid").shift())
-        & (pl.col("incarnation") == pl.col("incarnation").shift())
-    ).fill_null(False)
-    inc = pl.when(same).then(pl.col("p") - pl.col("p").shift())
-    steps = (
-        progress.select("gid", "stream_id", "data_hash", "p", inc.alias("_d"))
-        .group_by("gid")
-        .agg(
-            pl.col("stream_id").first(),
-            pl.col("_d").filter(pl.col("_d") > 0).min().alias("d"),
-            pl.col("_d").filter(pl.col("_d") > 0).max().alias("d_max"),
-            (pl.col("p") % 1 == 0).all().alias("integral"),
-            pl.col("data_hash").first(),
-        )
-    )
-    # `total` is read from the payload only for tokens whose increments say nothing.
+    """Each progress group's step (`analyzer.timeline.progress`), reading a payload's `total`
+    only for the groups whose increments say nothing."""
+    steps = token_steps(progress)
+    wanted = needing_total(steps).collect(engine="streaming")
     total = pl.col("text").str.json_path_match("$.params.total").cast(pl.Float64, strict=False)
-    counted = (
-        steps.filter(pl.col("d").is_null() & pl.col("integral"))
-        .select("data_hash")
-        .drop_nulls()
-        .unique()
-        .collect(engine="streaming")
-    )
     totals = (
-        payloads_of(tl, counted.lazy(), total.alias("total"), text=False)
-        if not counted.is_empty()  # no token without increments: no payload read
+        payloads_of(tl, wanted.lazy(), total.alias("total"), text=False)
+        if not wanted.is_empty()  # no token without increments: no payload read
         else pl.LazyFrame(schema={"data_hash": pl.String, "total": pl.Float64})
-    ).select("data_hash", (pl.col("total") % 1 == 0).fill_null(False).alias("counted"))
-    return (
-        steps.join(totals, on="data_hash", how="left")
-        .with_columns(
-            pl.when(pl.col("d").is_not_null())
-            .then(pl.col("d"))
-            .when(pl.col("counted").fill_null(False))
-            .then(pl.lit(1.0))
-            .alias("d"),
-            (
-                pl.col("d").is_null() | (pl.col("d_max") - pl.col("d") <= 1e-9 * pl.col("d_max"))
-            ).alias("even"),
-        )
-        .filter(pl.col("d").is_not_null())
-        .select("gid", "stream_id", "d", "even")
     )
+    return settled_steps(steps, totals)
 
 
 def _skipped(
@@ -161,31 +127,9 @@ def _skipped(
 ) -> pl.LazyFrame:
     """Resumes whose first progress value jumps past the client's last by more than a step
     (a resume whose per-stream counter ids went on at cursor + 1, `contiguous`, lost nothing)."""
-    # The progress notifications of the resumed streams, with their position, in order of
-    # stream, token and position (`Timeline.resumed_progress`): the increments, the as-of join
-    # and each incarnation's first value below read that order. Each (stream, token) is
-    # numbered in that order (`gid`): the grouping and joins below hash the number, not texts.
-    new_group = pl.any_horizontal(
-        pl.col(c).ne_missing(pl.col(c).shift()) for c in ("stream_id", "token")
-    )
-    progress = (
-        tl.resumed_progress.select(
-            "stream_id",
-            "incarnation",
-            "stream_pos",
-            "ts",
-            "event_id",
-            "data_hash",
-            pl.col("progress_token").alias("token"),
-            pl.col("progress").alias("p"),
-        )
-        .with_columns(new_group.cum_sum().alias("gid"))
-        .cache()  # read by `step`, `last_before` and `firsts`: read once
-    )
-    first_of_incarnation = ~(
-        (pl.col("gid") == pl.col("gid").shift())
-        & (pl.col("incarnation") == pl.col("incarnation").shift())
-    ).fill_null(False)
+    # The progress of the resumed streams in order of stream, token and position: the
+    # increments, the as-of join and each incarnation's first value below read that order.
+    progress = tl.resumed_progress.pipe(progress_groups).cache()  # read three times: once
     step = _steps(tl, progress).cache()  # read by `last_before` and `jumps`: computed once
     # Each resume meets its stream's progress twice: the client's last progress before the
     # cursor, per token with a step (an as-of join on the position: joining every resume to
@@ -205,7 +149,7 @@ def _skipped(
         .filter(pl.col("p_last").is_not_null())
         .select("r_flow", "gid", "p_last")
     )
-    firsts = progress.filter(first_of_incarnation).rename({"incarnation": "r_inc"})
+    firsts = first_of_incarnation(progress).rename({"incarnation": "r_inc"})
     jumps = (
         resumes.join(contiguous, on="r_flow", how="anti")
         .join(firsts, on=["stream_id", "r_inc"])  # one row a resume and token
@@ -235,11 +179,8 @@ def _skipped(
 
 def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -> pl.LazyFrame:
     """Resumes whose replay of a per-stream counter started past cursor + 1, when no event of
-    the capture, on any stream or session, carries a number in between (a counter the session's
-    streams, or the server's sessions, share skips on each of them legitimately). Another
-    session that carries one of the resumed session's own numbers runs a counter of its own
-    (ids are unique within a session, DESIGN.md §1; a shared counter issues each number once):
-    its numbers say nothing of this one's."""
+    the capture carries a number in between (`carried_between`: a counter the session's
+    streams, or the server's sessions, share skips on each of them legitimately)."""
     skips = counted.filter(pl.col("per_stream") & (pl.col("a_n") > pl.col("c_n") + 1))
     events = tl.sse_events.select("session_id", "event_id").filter(pl.col("event_id").is_not_null())
     answers = tl.resumed_events
@@ -251,30 +192,8 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
             tl.streams.select("stream_id", pl.col("session_id").alias("r_session")), on="stream_id"
         )
         .select("r_flow", "r_session", "prefix", "c_n", "a_n")
-        .cache()  # read by `own` and `seen`
     )
-    # Each session's numbers of the resumed counters' prefixes, once each.
-    numbered = (
-        events.select("session_id", *id_counter("event_id", "prefix", "n"))
-        .join(skips.select("prefix").unique().lazy(), on="prefix", how="semi")
-        .unique()
-        .cache()  # read three times below
-    )
-    own = numbered.join(
-        resumed, left_on=["session_id", "prefix"], right_on=["r_session", "prefix"]
-    ).select("r_flow", pl.col("session_id").alias("r_session"), "prefix", "n")
-    counting_alone = (
-        numbered.join(own, on=["prefix", "n"])
-        .filter(pl.col("session_id") != pl.col("r_session"))
-        .select("r_flow", "session_id")
-        .unique()
-    )
-    seen = (
-        numbered.join(resumed, on="prefix")
-        .filter((pl.col("n") > pl.col("c_n")) & (pl.col("n") < pl.col("a_n")))
-        .join(counting_alone, on=["r_flow", "session_id"], how="anti")
-        .select("r_flow")
-    )
+    seen = carried_between(resumed, events)
     text = pl.format(
         "The resume from {} went on at event {} of the stream's own id counter, {} past the "
         "cursor: no event of the capture carries the {} id(s) in between, so the replay began "
@@ -285,20 +204,7 @@ def _counter_skips(tl: Timeline, resumes: pl.LazyFrame, counted: pl.DataFrame) -
         pl.col("a_n") - pl.col("c_n") - 1,
     )
     # The id the replay went on at, for the evidence (read among those few answers' events).
-    went_on = (
-        answers.join(
-            skips.lazy().select(pl.col("r_flow").alias("flow_id")), on="flow_id", how="semi"
-        )
-        .select("flow_id", "ordinal", "event_id", *id_counter("event_id", "prefix", "n"))
-        .join(
-            skips.lazy().select(
-                pl.col("r_flow").alias("flow_id"), "prefix", pl.col("a_n").alias("n")
-            ),
-            on=["flow_id", "prefix", "n"],
-        )
-        .group_by(pl.col("flow_id").alias("r_flow"))
-        .agg(pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"))
-    )
+    went_on = went_on_at(skips.lazy(), answers)
     ids, flows = pl.concat_list("cursor", "a_event_id"), pl.concat_list("cursor_flow_id", "r_flow")
     return (
         skips.lazy()
@@ -377,10 +283,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     still_open = pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown")
     detail = pl.format(
         "Stream {} ({}, opened on replica {}) was resumed but did not deliver what came after the "
-        "client's cursor. {}{} What to change: keep a session-scoped authoritative event log that "
-        "outlives connections, buffers and replicas (or route resumes to the replica holding it), "
-        "replay every event after the cursor contiguously, and answer a cursor you cannot honour "
-        "with an error instead of 200.",
+        "client's cursor. {}{} What to change:",
         "stream_id",
         opened,
         pl.col("replica").fill_null("unknown"),
@@ -404,27 +307,35 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             ).alias("sure"),
         )
         .join(timeline.streams.filter(~SESSIONLESS.fill_null(False)), on="stream_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(still_open)
+        .pipe(
+            emit,
+            severity=pl.when(still_open)
             .then(pl.lit(Severity.INFO.value))
             .when(pl.col("sure"))
             .then(pl.lit(Severity.HIGH.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value))
-            .alias("severity"),
-            pl.format("Stream {} lost messages after a resume", "stream_id").alias("title"),
-            detail.alias("detail"),
-            pl.concat_list("stream_id", "flow_ids").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            "event_ids",
-            pl.concat_list("request_id").alias("request_ids"),
-            "first_ts",
-            "last_ts",
+            .otherwise(pl.lit(Severity.MEDIUM.value)),
+            title=pl.format("Stream {} lost messages after a resume", "stream_id"),
+            detail=detail,
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("stream_id", "flow_ids"),
+            stream_ids=pl.concat_list("stream_id"),
+            event_ids="event_ids",
+            request_ids=pl.concat_list("request_id"),
         )
     )
 
 
+REMEDY: Final = (
+    "keep a session-scoped authoritative event log that outlives connections, buffers and "
+    "replicas (or route resumes to the replica holding it), replay every event after the cursor "
+    "contiguously, and answer a cursor you cannot honour with an error instead of 200."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="causal-gap", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="causal-gap",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -14,8 +14,6 @@ process, a collected buffer), the condition for the next resume to go wrong.
 Must not flag: exact replays, opaque ids (UUIDs, base64), epoch-millisecond parts (the
 TypeScript SDK's `<streamId>_<epoch-ms>_<rand>`), interleaved streams sharing one counter (only
 neighbours on one stream are compared).
-What to change: issue ids from a session-scoped authoritative event log whose counter survives
-restarts, buffer expiry and replicas (session-global ids), and refuse a cursor it cannot place.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline.counters import NOT_EPOCH, id_counter
 
 if TYPE_CHECKING:
@@ -126,9 +124,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     detail = pl.format(
         "On stream {} ({}), incarnation {} (flow {}, replica {}) issued {} at or below {} in "
         "the same id counter: the server's counter restarted or ran backwards. {} What to "
-        "change: issue ids from a session-scoped authoritative event log whose counter survives "
-        "restarts, buffer expiry and replicas (session-global ids), and refuse a cursor the log "
-        "cannot place.",
+        "change:",
         "stream_id",
         pl.col("what").fill_null("standalone GET stream"),
         "incarnation",
@@ -152,24 +148,31 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "request_id",
         pl.format("{} request {}", "request_method", "request_id").alias("what"),
     )
-    return flagged.join(streams, on="stream_id").select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.when("collides")
+    return emit(
+        flagged.join(streams, on="stream_id"),
+        severity=pl.when("collides")
         .then(pl.lit(Severity.HIGH.value))
-        .otherwise(pl.lit(Severity.MEDIUM.value))
-        .alias("severity"),
-        pl.format("Event-id counter ran back on stream {}", "stream_id").alias("title"),
-        detail.alias("detail"),
-        pl.concat_list("flow_id").alias("flow_ids"),
-        pl.concat_list("stream_id").alias("stream_ids"),
-        pl.concat_list("cursor", "back").alias("event_ids"),
-        pl.concat_list("request_id").alias("request_ids"),
-        "first_ts",
-        "last_ts",
+        .otherwise(pl.lit(Severity.MEDIUM.value)),
+        title=pl.format("Event-id counter ran back on stream {}", "stream_id"),
+        detail=detail,
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids=pl.concat_list("cursor", "back"),
+        request_ids=pl.concat_list("request_id"),
     )
 
 
+REMEDY: Final = (
+    "issue ids from a session-scoped authoritative event log whose counter survives restarts, "
+    "buffer expiry and replicas (session-global ids), and refuse a cursor the log cannot place."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="counter-reset", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="counter-reset",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -21,8 +21,6 @@ the new session's stream), sessions of two origins (a forward proxy's capture of
 several servers: each server numbers and sends its own events). A resume answering a request
 twice whose events no other session received is left to `duplicate-response` (when the answers
 differ).
-What to change: scope the event store by session (key streams by session and stream, or wrap the
-shared store per transport), so a cursor replays only its own session's stream.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: two rules, each reading the events only when it
@@ -35,13 +33,16 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline.replays import foreign_session_events, same_origin
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 
+REMEDY: Final = (
+    "scope the event store by session, so that a cursor replays only its own session's stream."
+)
 _KEY: Final = ["event_id", "payload_hash"]
 # Ids no counter makes, which two sessions cannot draw alike by chance: a UUID (the Python SDK's
 # example store), or the TypeScript SDK example store's `<stream>_<epoch-ms>_<8 random base-36>`.
@@ -111,18 +112,15 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .join(timeline.incarnations.select("flow_id", "stream_id", "cursor"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )
-    return shared.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format("Resume replayed events of session(s) {}",
-                  pl.col("others").list.join(", ")).alias("title"),
-        pl.format(
+    return emit(
+        shared,
+        title=pl.format("Resume replayed events of session(s) {}",
+                        pl.col("others").list.join(", ")),
+        detail=pl.format(
             "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}) carried events "
             "(ids {}) that session(s) {} received too (flows {}){}. The event store serves "
             "several sessions under stream keys that are unique only within one (request ids, "
-            "`_GET_stream`): this client received another session's messages. What to change: "
-            "scope the event store by session, so that a cursor replays only its own session's "
-            "stream.",
+            "`_GET_stream`): this client received another session's messages. What to change:",
             "session_id", "stream_id", "cursor", "flow_id",
             pl.col("event_ids").list.join(", "),
             pl.col("others").list.join(", "),
@@ -131,16 +129,19 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             .then(pl.format(", and answered request(s) {} twice",
                             pl.col("request_ids").list.join(", ")))
             .otherwise(pl.lit("")),
-        ).alias("detail"),
-        pl.concat_list(pl.col("flow_id"), "other_flows").alias("flow_ids"),
-        pl.concat_list("stream_id").alias("stream_ids"),
-        "event_ids",
-        "request_ids",
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list(pl.col("flow_id"), "other_flows"),
+        stream_ids=pl.concat_list("stream_id"),
+        event_ids="event_ids",
+        request_ids="request_ids",
     )  # fmt: skip
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="cross-session-replay", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="cross-session-replay",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -5,9 +5,6 @@ client that resumes from an id the server issued for two messages cannot get a f
 Payloads are (event type, canonical data). Not flagged: exact replays (same id, same payload),
 id-only priming events (they carry no payload and are never compared), and, where the server
 keeps no session (`anon:` and `client:` keys), ids reused across different logical streams.
-What to change: issue ids from a session-scoped authoritative event log (session-global ids that
-never restart with a process, buffer or replica), and route a session to the replica that holds
-its log (sticky routing).
 """
 
 from __future__ import annotations
@@ -17,10 +14,17 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
+
+
+REMEDY: Final = (
+    "Issue ids from a session-scoped authoritative event log (session-global ids that never "
+    "restart with a process, buffer or replica) and route each session to the replica holding "
+    "its log (sticky routing)."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -63,23 +67,20 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     )
     joined = pl.col("flow_ids").list.join(", ")
     replicas = pl.col("_replicas").list.join(", ").fill_null("")
-    return found.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format(
+    return emit(
+        found,
+        title=pl.format(
             "event id {} issued {} times with {} different payloads",
             "event_id",
             "_issues",
             "_payloads",
-        ).alias("title"),
-        pl.format(
+        ),
+        detail=pl.format(
             "Session {}: the server issued event id {} {} times with {} different payloads, "
             "on stream(s) {} (flows {}, in wire order; replica(s): {}). A client resuming from "
             "this id cannot get a faithful replay: the server will replay after the wrong "
             "message, or skip or repeat messages. Event ids MUST be unique across all streams "
-            "of a session. Issue ids from a session-scoped authoritative event log "
-            "(session-global ids that never restart with a process, buffer or replica) and "
-            "route each session to the replica holding its log (sticky routing).",
+            "of a session.",
             "session_id",
             "event_id",
             "_issues",
@@ -87,15 +88,18 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("stream_ids").list.join(", "),
             joined,
             pl.when(replicas == "").then(pl.lit("unknown")).otherwise(replicas),
-        ).alias("detail"),
-        "flow_ids",
-        "stream_ids",
-        pl.concat_list("event_id").alias("event_ids"),
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        stream_ids="stream_ids",
+        event_ids=pl.concat_list("event_id"),
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="duplicate-event-id", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="duplicate-event-id",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

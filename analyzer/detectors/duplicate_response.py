@@ -12,8 +12,6 @@ events, replays on a resume of another stream (`cross-stream-replay`) or of anot
 events (`cross-session-replay`), equal notification payloads under fresh event ids or under an
 id the session issued with several payloads (it names no one message: `duplicate-event-id`), and
 in 2026-07-28 traffic one event id on two exchanges (no session makes ids unique across them).
-What to change: send each response once, on the stream of the request's POST; make side
-effects idempotent (idempotency keys) so a retried request cannot produce a second result.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: two kinds of duplicate (different results, one
@@ -26,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.replays import foreign_session_events, key_hash, recurring_hashes
@@ -34,6 +32,11 @@ from analyzer.timeline.replays import foreign_session_events, key_hash, recurrin
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
+REMEDY: Final = (
+    "send each response once, on its request's POST stream (replay it only on incarnations of "
+    "that stream), and make side effects idempotent (idempotency keys) so a retried request "
+    "cannot produce a second, different result."
+)
 _FRESH: Final = pl.col("incarnation").fill_null(0) == 0  # not a resume's replay
 
 
@@ -179,32 +182,31 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     columns = ("session_id", "era", "what", "flow_ids", "stream_ids", "event_ids",
                "request_ids", "first_ts", "last_ts")  # fmt: skip
     found = pl.concat([f.select(columns) for f in (differ, twice_resp, twice_event)])
-    return found.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.format("Duplicate response: {}", "what").alias("title"),
-        pl.format(
+    return emit(
+        found,
+        title=pl.format("Duplicate response: {}", "what"),
+        detail=pl.format(
             "Session {}: {} (streams {}; flows {}; event ids {}). A request must be "
             "answered once, and a message sent on one stream only: the client keeps whichever "
-            "copy comes first and the request may have executed twice. What to change: send each "
-            "response once, on its request's POST stream (replay it only on incarnations of that "
-            "stream), and make side effects idempotent (idempotency keys) so a retried request "
-            "cannot produce a second, different result.",
+            "copy comes first and the request may have executed twice. What to change:",
             "session_id",
             "what",
             pl.col("stream_ids").list.join(", ").replace("", "none"),
             pl.col("flow_ids").list.join(", "),
             pl.col("event_ids").list.join(", "),
-        ).alias("detail"),
-        "flow_ids",
-        "stream_ids",
-        "event_ids",
-        "request_ids",
-        "first_ts",
-        "last_ts",
+        ),
+        remedy=REMEDY,
+        flow_ids="flow_ids",
+        stream_ids="stream_ids",
+        event_ids="event_ids",
+        request_ids="request_ids",
     )
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="duplicate-response", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="duplicate-response",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -13,34 +13,20 @@ arguments compare numerically; a header whose body value is absent is not judged
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit, finding_rows
 from analyzer.timeline import payloads_of
+from analyzer.timeline.tool_calls import HEADER_PARAMS, header_params
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _SENTINEL: Final = r"^=\?base64\?(.*)\?=$"
 _PARAM: Final = "mcp-param-"
-
-
-def _annotated(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """(lowercased token, property path) of each `x-mcp-header` on a pure `properties` chain."""
-    if not isinstance(schema, dict):
-        return
-    token = schema.get("x-mcp-header")
-    if path and isinstance(token, str):
-        yield token.lower(), path
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        for name, sub in properties.items():
-            yield from _annotated(sub, (*path, str(name)))
 
 
 def _headers_sent(accepted: pl.LazyFrame) -> tuple[bool, bool]:
@@ -53,41 +39,6 @@ def _headers_sent(accepted: pl.LazyFrame) -> tuple[bool, bool]:
         pl.len() > 0, names.str.starts_with(_PARAM).any().fill_null(False)
     ).collect(engine="streaming")
     return bool(sent[0, 0]), bool(sent[0, 1])
-
-
-def _param_paths(timeline: Timeline) -> pl.DataFrame:
-    """tool, token -> JSONPath of the argument, from captured tools/list results.
-
-    A Python walk over the few tools/list payloads that declare headers, not over traffic rows.
-    """
-    found: dict[tuple[str, str], str] = {}
-    # Select the stored rows first, then deduplicate the few found (a text recurs across parts).
-    rows = getattr(timeline, "payload_rows", None)
-    texts = (
-        (timeline.payloads if rows is None else rows)
-        .filter(~pl.col("base64") & pl.col("text").str.contains("x-mcp-header", literal=True))
-        .unique("data_hash", keep="any")
-        .collect()
-    )
-    for text in texts["text"]:
-        try:
-            tools = json.loads(text).get("result", {}).get("tools", [])
-        except (ValueError, AttributeError):
-            continue
-        for tool in tools if isinstance(tools, list) else []:
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                for token, path in _annotated(tool.get("inputSchema")):
-                    keys = "".join(f"[{json.dumps(key)}]" for key in path)
-                    found[(tool["name"], token)] = f"$.params.arguments{keys}"
-    return _paths_frame(found)
-
-
-def _paths_frame(found: dict[tuple[str, str], str]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [(tool, token, path) for (tool, token), path in found.items()],
-        schema={"_tool": pl.String, "_token": pl.String, "_path": pl.String},
-        orient="row",
-    )
 
 
 REMEDY: Final = (
@@ -131,7 +82,10 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
     )
     # One JSONPath per declared argument: a when/then over the few (tool, token) pairs.
-    paths = _param_paths(timeline) if param_header else _paths_frame({})
+    # Finding the declarations reads payload texts: only when an Mcp-Param-* header was sent.
+    rows = getattr(timeline, "payload_rows", None)  # the stored rows, else the deduplicated
+    texts = timeline.payloads if rows is None else rows
+    paths = header_params(texts) if param_header else pl.DataFrame(schema=HEADER_PARAMS)
     param = pl.lit(None, pl.String)
     for tool_name, token, path in paths.iter_rows():
         param = (

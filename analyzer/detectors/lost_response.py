@@ -17,9 +17,6 @@ A cancellation sent only after the server had ended the request's stream without
 and without an event id to resume from does not count: nothing could bring the response any
 more, and both official SDKs' clients send one when such a request times out (the loss came
 first, the client gave up on it).
-What to change: keep a session-scoped authoritative event log that outlives connections and
-replicas so a resume can replay the response, route resumes to the replica holding the stream,
-and never complete a request's stream without its response.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: what counts as answered differs by era, and the
@@ -32,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
 from analyzer.timeline.keys import SESSIONLESS
 
@@ -128,22 +125,16 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
                         "incarnations", pl.col("how").cast(pl.String).fill_null("never")))
         .otherwise(pl.format("its HTTP {} answer carried none", "status"))
     )  # fmt: skip
-    return lost.select(
-        pl.col("session_id").alias("session"),
-        "era",
-        pl.when(pl.col("note") != "")
+    return emit(
+        lost,
+        severity=pl.when(pl.col("note") != "")
         .then(pl.lit(Severity.INFO.value))
-        .otherwise(pl.lit(Severity.HIGH.value))
-        .alias("severity"),
-        pl.format("No response to {}", what).alias("title"),
-        pl.format(
+        .otherwise(pl.lit(Severity.HIGH.value)),
+        title=pl.format("No response to {}", what),
+        detail=pl.format(
             "Session {}: the client's request {}{} (flow {}, replica {}) was accepted, but no "
             "response to it reached the client by the end of its incarnation chain or its "
-            "session ({}), and {}.{} What to change: keep a "
-            "session-scoped authoritative event log that outlives connections and replicas so "
-            "a resume replays the response, route resumes to the replica holding the "
-            "stream (sticky routing on Mcp-Session-Id), and never end a request's stream "
-            "before its response.",
+            "session ({}), and {}.{} What to change:",
             "session_id",
             what,
             pl.when(pl.col("tool_name").is_not_null())
@@ -163,18 +154,29 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
                 )
             ),
             "note",
-        ).alias("detail"),
-        pl.concat_list("flow_id").alias("flow_ids"),
-        pl.when(pl.col("incarnations").is_not_null())
+        ),
+        remedy=REMEDY,
+        flow_ids=pl.concat_list("flow_id"),
+        stream_ids=pl.when(pl.col("incarnations").is_not_null())
         .then(pl.concat_list("carrier"))
-        .otherwise(pl.lit([], dtype=pl.List(pl.String)))
-        .alias("stream_ids"),
-        pl.concat_list("rpc_id").alias("request_ids"),
-        pl.col("ts").alias("first_ts"),
-        pl.col("ts").alias("last_ts"),
+        .otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        request_ids=pl.concat_list("rpc_id"),
+        first_ts="ts",
+        last_ts="ts",
     )
 
 
+REMEDY: Final = (
+    "keep a session-scoped authoritative event log that outlives connections and replicas so a "
+    "resume replays the response, route resumes to the replica holding the stream (sticky routing "
+    "on Mcp-Session-Id), and never end a request's stream before its response."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="lost-response", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="lost-response",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

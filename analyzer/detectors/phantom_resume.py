@@ -24,9 +24,6 @@ the response is lost).
 Must not flag: a correct replay followed by a new priming event; an answer that carried no
 event at all (interrupted, or polling: the client keeps its cursor and resumes again); a
 partial replay (`causal-gap` judges what it left out); an answer still open at capture end.
-What to change: replay from a session-scoped authoritative event log every replica can read (or
-route resumes to the replica holding it: sticky routing), and answer a cursor you cannot honour
-with an error, never with 200 and a fresh stream.
 """
 
 # Longer than the 80 lines of STYLE.md item 8: two kinds of due (events, a response) and three
@@ -39,9 +36,10 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 from analyzer.timeline import payloads_of
-from analyzer.timeline.counters import resume_counters
+from analyzer.timeline.counters import own_prefixes, resume_counters
+from analyzer.timeline.progress import earlier_tokens
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -143,21 +141,12 @@ def _continued(
     the stream carried before, the response to its request, or ids further along a counter
     whose prefix names the stream (`by_token`), or ids further along its per-stream counter
     (`by_counter`), unless they sent a due id with another payload."""
-    tokens = timeline.resumed_progress.select("stream_id", "incarnation", "progress_token")
-    # Each token's first incarnation: a token on the answer that an earlier one carried.
-    first = tokens.group_by("stream_id", "progress_token").agg(
-        pl.col("incarnation").min().alias("before")
-    )
-    by_token = (
+    answered = (
         answer.select("r_flow", "incarnation")
         .unique()
         .join(resumes.select("r_flow", "stream_id"), on="r_flow")
-        .join(tokens.unique(), on=["stream_id", "incarnation"])
-        .join(first, on=["stream_id", "progress_token"])
-        .filter(pl.col("before") < pl.col("incarnation"))
-        .select("r_flow")
-        .unique()
     )
+    by_token = earlier_tokens(timeline.resumed_progress, answered)
     # An answer the server ended on its own without the owed response carried other messages
     # instead of it, counter or not; one cut short may still have been on its way to it.
     cut_short = resumes.filter((pl.col("answer_end_how") != "complete").fill_null(True))
@@ -167,7 +156,11 @@ def _continued(
     )
     counted = resume_counters(resumes, timeline.id_counters, timeline.incarnations).filter(further)
     by_prefix = counted.join(
-        _own_prefixes(timeline, counted.select("stream_id", "prefix")),
+        own_prefixes(
+            counted.select("stream_id", "prefix"),
+            timeline.streams.select("stream_id", "session_id"),
+            timeline.id_counters,
+        ),
         on=["stream_id", "prefix"],
         how="semi",
     ).select("r_flow")
@@ -204,29 +197,6 @@ def _continued(
         .join(reused, on="r_flow", how="anti")
         .group_by("r_flow")
         .agg(pl.col("by_token", "by_counter").fill_null(False).any())
-    )
-
-
-def _own_prefixes(timeline: Timeline, candidates: pl.LazyFrame) -> pl.LazyFrame:
-    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
-    other stream of the session carries the prefix, and another one carries counter ids of its
-    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
-    stream, nothing tells."""
-    streams = timeline.streams.select("stream_id", "session_id")
-    asked = candidates.unique().join(streams, on="stream_id")
-    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
-    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
-    others = (
-        timeline.id_counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
-        .join(streams.rename({"stream_id": "other"}), on="other")
-        .join(asked, on="session_id")
-        .filter(pl.col("other") != pl.col("stream_id"))
-    )
-    return (
-        others.group_by("stream_id", "prefix")
-        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
-        .filter(~pl.col("shared"))
-        .select("stream_id", "prefix")
     )
 
 
@@ -276,10 +246,7 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         "The resume of stream {} ({}) from cursor {} (issued by replica {}) on flow {} was "
         "answered 200 by replica {} with {} instead of {}. Nothing on the answer said the cursor "
         "was not honoured: the client takes it for a continuation and will never see those "
-        "messages. What to change: replay from a session-scoped authoritative event log every "
-        "replica can read, or route resumes to the replica that issued the cursor (sticky "
-        "routing); answer a cursor you cannot honour with an error instead of 200 and a fresh "
-        "stream.",
+        "messages. What to change:",
         "stream_id",
         pl.col("what").fill_null("standalone GET stream"),
         "cursor",
@@ -303,27 +270,35 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         unserved.join(sent.filter(pl.col("payloads").is_not_null()), on="r_flow")
         .filter(answered)
         .join(streams, on="stream_id")
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(~pl.col("owed") | moved)
+        .pipe(
+            emit,
+            severity=pl.when(~pl.col("owed") | moved)
             .then(pl.lit(Severity.HIGH.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value))
-            .alias("severity"),
-            pl.format("Resume of stream {} answered without its replay", "stream_id").alias(
-                "title"
-            ),
-            detail.alias("detail"),
-            pl.concat_list("cursor_flow_id", "r_flow").alias("flow_ids"),
-            pl.concat_list("stream_id").alias("stream_ids"),
-            pl.concat_list("cursor", "due", "sent").alias("event_ids"),
-            pl.concat_list("request_id").alias("request_ids"),
-            pl.col("r_ts").alias("first_ts"),
-            pl.col("r_ts").alias("last_ts"),
+            .otherwise(pl.lit(Severity.MEDIUM.value)),
+            title=pl.format("Resume of stream {} answered without its replay", "stream_id"),
+            detail=detail,
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("cursor_flow_id", "r_flow"),
+            stream_ids=pl.concat_list("stream_id"),
+            event_ids=pl.concat_list("cursor", "due", "sent"),
+            request_ids=pl.concat_list("request_id"),
+            first_ts="r_ts",
+            last_ts="r_ts",
         )
     )
 
 
+REMEDY: Final = (
+    "replay from a session-scoped authoritative event log every replica can read, or route "
+    "resumes to the replica that issued the cursor (sticky routing); answer a cursor you cannot "
+    "honour with an error instead of 200 and a fresh stream."
+)
+
+
 DETECTOR: Final[Detector] = Detector(
-    id="phantom-resume", severity=Severity.HIGH, description=__doc__ or "", detect=detect
+    id="phantom-resume",
+    severity=Severity.HIGH,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -113,41 +113,42 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
         ),
         _pick((lost, _AFTER_LOSS), otherwise=_NOTHING_LOST),
     )
-    repeats = calls.filter(
+    found = calls.filter(
         pl.col("tool_name").is_not_null()
         & (gap_s <= window_s)
         & (pl.col("rank") - p["rank"] <= 1)
         & ~pl.col("mrtr").fill_null(False)
         & ~p["input_required"].fill_null(False)
-    ).select(
-        pl.col("session_id").alias("session"),
-        "era",
-        _pick((idempotent, "low"), (lost, "high"), (~listed, "low"), otherwise="medium").alias(
-            "severity"
-        ),
-        pl.format(
-            "tools/call {} {}",
-            "tool_name",
-            _pick(
-                (lost, "re-issued after its first call was lost: it may have run twice"),
-                otherwise="repeated with the same arguments",
-            ),
-        ).alias("title"),
-        detail.alias("detail"),
-        pl.concat_list(p["flow_id"], "flow_id").alias("flow_ids"),
-        pl.concat_list(p["stream_id"], "stream_id").alias("stream_ids"),
-        pl.concat_list(p["request_id"], "request_id").alias("request_ids"),
-        p["ts"].alias("first_ts"),
-        pl.col("ts").alias("last_ts"),
-        pl.concat_list("tool_name", "arguments_hash").alias("fingerprint_extra"),
-        idempotent.alias("_run"),
     )
+
+    def repeats(of: pl.LazyFrame) -> pl.LazyFrame:
+        return emit(
+            of,
+            severity=_pick(
+                (idempotent, "low"), (lost, "high"), (~listed, "low"), otherwise="medium"
+            ),
+            title=pl.format(
+                "tools/call {} {}",
+                "tool_name",
+                _pick(
+                    (lost, "re-issued after its first call was lost: it may have run twice"),
+                    otherwise="repeated with the same arguments",
+                ),
+            ),
+            detail=detail,
+            flow_ids=pl.concat_list(p["flow_id"], "flow_id"),
+            stream_ids=pl.concat_list(p["stream_id"], "stream_id"),
+            request_ids=pl.concat_list(p["request_id"], "request_id"),
+            first_ts=p["ts"],
+            last_ts="ts",
+            extra=pl.concat_list("tool_name", "arguments_hash"),
+        )
+
     # Idempotent repeats gather into one finding a run; an unlisted tool's low ones stay apart.
-    low = pl.col("_run")
     evidence = ("flow_ids", "stream_ids", "request_ids")
     calls_in_run = pl.col("flow_ids").list.len()  # one HTTP exchange a call (ids may repeat)
     runs = (
-        repeats.filter(low)
+        repeats(found.filter(idempotent))
         .sort("last_ts", "first_ts")  # each run's calls in the order they were sent
         .group_by("session", "fingerprint_extra", maintain_order=True)
         .agg(
@@ -178,7 +179,7 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
             ).alias("detail"),
         )
     )
-    return pl.concat([repeats.filter(~low), runs], how="diagonal").drop("_run")
+    return pl.concat([repeats(found.filter(~idempotent)), runs], how="diagonal")
 
 
 DETECTOR: Final[Detector] = Detector(

@@ -8,9 +8,7 @@ in the sessionless 2026 era is an info note: those servers ignore it, it resumes
 flagged: a cursor issued in the same session, priming events included. Where the analysis
 reaches several origins, another session means another session of the same origin: a cursor
 one server issued, sent to another, is one this server never issued (each numbers its own
-events). What to change: clients drop cursors that predate the session (clear the stored
-Last-Event-ID on initialize and on a 404); servers reject cursors their session never issued,
-and embed the session in event ids.
+events).
 """
 
 from __future__ import annotations
@@ -20,7 +18,8 @@ from typing import TYPE_CHECKING, Final
 import polars as pl
 
 from analyzer.detection import Detector
-from analyzer.findings import Severity
+from analyzer.findings import Severity, emit
+from analyzer.timeline.replays import other_session_replays
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -33,29 +32,8 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     started = timeline.sessions.select(
         "session_id", pl.col("initialized").alias("_started"), pl.col("origin").alias("_origin")
     )
-    # Messages the cursor's stream sent after it, carried again by the answer (same id, same
-    # payload): the server resumed another session's stream into this one.
-    sent = timeline.sse_events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
-    foreign = timeline.resumptions.filter(pl.col("status") == "other_session").collect()
-    if foreign.is_empty():  # no cursor from another session (the usual case): no event is read
-        sent = pl.LazyFrame(schema=sent.collect_schema())
-    # Only the events of the streams those cursors name: the join below never holds the rest.
-    cursor_streams = foreign.lazy().select(pl.col("cursor_stream_id").alias("stream_id")).unique()
-    earlier = sent.join(cursor_streams, on="stream_id", how="semi").select(
-        *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
-        "event_id",
-        "payload_hash",
-        pl.col("ts").alias("_sent_ts"),
-    )
-    replayed = (
-        sent.select("flow_id", "ordinal", "event_id", "payload_hash")
-        .join(foreign.lazy(), on="flow_id")
-        .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
-        .filter(
-            (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))
-        )
-        .group_by("flow_id")
-        .agg(pl.col("event_id").sort_by("ordinal").unique(maintain_order=True).alias("_replayed"))
+    replayed = other_session_replays(timeline.resumptions, timeline.sse_events).rename(
+        {"replayed": "_replayed"}
     )
     honoured = pl.col("_replayed").list.len() > 0
     sessionless = pl.col("era").str.starts_with("2026-").fill_null(False)
@@ -101,33 +79,31 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             pl.col("_replayed").fill_null([]),
         )
         .filter((pl.col("status") != "resolved") | pl.col("_opening"))
-        .select(
-            pl.col("session_id").alias("session"),
-            "era",
-            pl.when(honoured)
+        .pipe(
+            emit,
+            severity=pl.when(honoured)
             .then(pl.lit("high"))
             .when(sessionless | unseen_start)
             .then(pl.lit("info"))
-            .otherwise(pl.lit("medium"))
-            .alias("severity"),
-            pl.format(
+            .otherwise(pl.lit("medium")),
+            title=pl.format(
                 "cursor {} {}, sent with {}", "cursor", found, sent_with.otherwise("method")
-            ).alias("title"),
-            pl.format(
-                "Session {}: {} {} carried Last-Event-ID {}, {}{} {}",
+            ),
+            detail=pl.format(
+                "Session {}: {} {} carried Last-Event-ID {}, {}{}",
                 "session_id",
                 "method",
                 "flow_id",
                 "cursor",
                 found,
                 notes,
-                pl.lit(_FIX),
-            ).alias("detail"),
-            pl.concat_list("flow_id", "cursor_flow_id").alias("flow_ids"),
-            pl.concat_list("answer_stream_id", "cursor_stream_id").alias("stream_ids"),
-            pl.concat_list("cursor", "_replayed").alias("event_ids"),
-            pl.coalesce("cursor_ts", "ts").alias("first_ts"),
-            pl.col("ts").alias("last_ts"),
+            ),
+            remedy=REMEDY,
+            flow_ids=pl.concat_list("flow_id", "cursor_flow_id"),
+            stream_ids=pl.concat_list("answer_stream_id", "cursor_stream_id"),
+            event_ids=pl.concat_list("cursor", "_replayed"),
+            first_ts=pl.coalesce("cursor_ts", "ts"),
+            last_ts="ts",
         )
     )
 
@@ -142,7 +118,7 @@ _SESSIONLESS = (
 )
 _UNSEEN_START = " The session's start is not in the capture: the id may predate the capture."
 _HONOURED = " The server honoured it: it replayed message(s) {} of that session into this one."
-_FIX = (
+REMEDY: Final = (
     "Clients must drop cursors that predate the session (clear the stored Last-Event-ID on "
     "initialize and after a 404); servers should reject a cursor the session never issued "
     "rather than answer as if resuming, and embed the session in event ids."
@@ -150,5 +126,9 @@ _FIX = (
 
 
 DETECTOR: Final[Detector] = Detector(
-    id="stale-cursor", severity=Severity.MEDIUM, description=__doc__ or "", detect=detect
+    id="stale-cursor",
+    severity=Severity.MEDIUM,
+    description=__doc__ or "",
+    detect=detect,
+    remedy=REMEDY,
 )

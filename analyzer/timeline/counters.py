@@ -13,7 +13,15 @@ from typing import Final
 
 import polars as pl
 
-__all__ = ["NOT_EPOCH", "id_counter", "id_counters", "resume_counters"]
+__all__ = [
+    "NOT_EPOCH",
+    "carried_between",
+    "id_counter",
+    "id_counters",
+    "own_prefixes",
+    "resume_counters",
+    "went_on_at",
+]
 
 NOT_EPOCH: Final = ~pl.col("prefix").str.contains(r"\d{10}")
 """A counter `prefix` that holds no epoch in milliseconds (13 digits; 10 or more here)."""
@@ -100,4 +108,77 @@ def resume_counters(
         .select(
             "r_flow", "stream_id", "prefix", "c_n", "a_n", pl.col("per_stream").fill_null(False)
         )
+    )
+
+
+def carried_between(resumed: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """The resumes (`r_flow`) whose skipped counter numbers some event of the capture carries.
+
+    `resumed`: `r_flow, r_session, prefix, c_n, a_n` (`resume_counters` rows with the resumed
+    stream's session); `events`: `session_id, event_id`. A number strictly between the cursor's
+    `c_n` and the answer's `a_n`, on any stream or session, means the counter is shared and
+    skips legitimately; except in another session that carries one of the resumed session's
+    own numbers too: it runs a counter of its own (ids are unique within a session, DESIGN.md
+    §1; a shared counter issues each number once), and its numbers say nothing of this one's.
+    """
+    resumed = resumed.cache()  # read three times below
+    # Each session's numbers of the resumed counters' prefixes, once each.
+    numbered = (
+        events.select("session_id", *id_counter("event_id", "prefix", "n"))
+        .join(resumed.select("prefix").unique(), on="prefix", how="semi")
+        .unique()
+        .cache()  # read three times below
+    )
+    own = numbered.join(
+        resumed, left_on=["session_id", "prefix"], right_on=["r_session", "prefix"]
+    ).select("r_flow", pl.col("session_id").alias("r_session"), "prefix", "n")
+    counting_alone = (
+        numbered.join(own, on=["prefix", "n"])
+        .filter(pl.col("session_id") != pl.col("r_session"))
+        .select("r_flow", "session_id")
+        .unique()
+    )
+    return (
+        numbered.join(resumed, on="prefix")
+        .filter((pl.col("n") > pl.col("c_n")) & (pl.col("n") < pl.col("a_n")))
+        .join(counting_alone, on=["r_flow", "session_id"], how="anti")
+        .select("r_flow")
+    )
+
+
+def went_on_at(skips: pl.LazyFrame, answers: pl.LazyFrame) -> pl.LazyFrame:
+    """The id each answer went on at (`r_flow`, `a_event_id`): its first event whose counter is
+    the `prefix` and `a_n` of `skips` (`resume_counters` rows); `answers`: SSE_EVENTS rows
+    holding those answers' events (`Timeline.resumed_events`)."""
+    wanted = skips.select(pl.col("r_flow").alias("flow_id"), "prefix", pl.col("a_n").alias("n"))
+    return (
+        answers.join(wanted.select("flow_id"), on="flow_id", how="semi")
+        .select("flow_id", "ordinal", "event_id", *id_counter("event_id", "prefix", "n"))
+        .join(wanted, on=["flow_id", "prefix", "n"])
+        .group_by(pl.col("flow_id").alias("r_flow"))
+        .agg(pl.col("event_id").sort_by("ordinal").first().alias("a_event_id"))
+    )
+
+
+def own_prefixes(
+    candidates: pl.LazyFrame, streams: pl.LazyFrame, counters: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The `candidates` (`stream_id, prefix`: counter prefixes) that name their stream: no
+    other stream of the session carries the prefix, and another one carries counter ids of its
+    own. A session-wide counter (`17`, `evt-000017`) puts its prefix on every stream; with one
+    stream, nothing tells. `streams`: `stream_id, session_id`; `counters`: `id_counters`."""
+    asked = candidates.unique().join(streams, on="stream_id")
+    # The counters of the asked sessions' other streams (a join on the few asked sessions: a
+    # UUID ending in digits is a prefix of its own, so the table can hold a row an event).
+    others = (
+        counters.select(pl.col("stream_id").alias("other"), pl.col("prefix").alias("p"))
+        .join(streams.rename({"stream_id": "other"}), on="other")
+        .join(asked, on="session_id")
+        .filter(pl.col("other") != pl.col("stream_id"))
+    )
+    return (
+        others.group_by("stream_id", "prefix")
+        .agg((pl.col("p") == pl.col("prefix")).any().alias("shared"))
+        .filter(~pl.col("shared"))
+        .select("stream_id", "prefix")
     )

@@ -27,6 +27,7 @@ __all__ = [
     "RESUMED_PROGRESS_COLUMNS",
     "foreign_session_events",
     "key_hash",
+    "other_session_replays",
     "owned",
     "recurring_events",
     "recurring_hashes",
@@ -246,4 +247,33 @@ def foreign_session_events(
         .filter(pl.col("other") != pl.col("session_id"))
         .join(lockstep, on=["session_id", "other"], how="anti")
         .pipe(same_origin, sessions)
+    )
+
+
+def other_session_replays(resumptions: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """Per resume flow whose cursor another session issued (RESUMPTIONS `other_session`), the
+    ids (`replayed`, in the answer's order) of the messages that session's stream sent after
+    the cursor and the answer carried again, same id and payload: the server resumed another
+    session's stream into this one. `events`: SSE_EVENTS rows."""
+    sent = events.filter(~pl.col("id_only") & pl.col("event_id").is_not_null())
+    foreign = resumptions.filter(pl.col("status") == "other_session").collect()
+    if foreign.is_empty():  # no cursor from another session (the usual case): no event is read
+        sent = pl.LazyFrame(schema=sent.collect_schema())
+    # Only the events of the streams those cursors name: the join below never holds the rest.
+    cursor_streams = foreign.lazy().select(pl.col("cursor_stream_id").alias("stream_id")).unique()
+    earlier = sent.join(cursor_streams, on="stream_id", how="semi").select(
+        *(pl.col(c).alias(f"cursor_{c}") for c in ("session_id", "stream_id")),
+        "event_id",
+        "payload_hash",
+        pl.col("ts").alias("_sent_ts"),
+    )
+    return (
+        sent.select("flow_id", "ordinal", "event_id", "payload_hash")
+        .join(foreign.lazy(), on="flow_id")
+        .join(earlier, on=["cursor_session_id", "cursor_stream_id", "event_id", "payload_hash"])
+        .filter(
+            (pl.col("_sent_ts") >= pl.col("cursor_ts")) & (pl.col("event_id") != pl.col("cursor"))
+        )
+        .group_by("flow_id")
+        .agg(pl.col("event_id").sort_by("ordinal").unique(maintain_order=True).alias("replayed"))
     )

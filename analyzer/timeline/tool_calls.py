@@ -19,13 +19,17 @@ captured list names has null hints and `tool_listed` false.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from typing import Any, Final
+
 import polars as pl
 
 from analyzer import schema as S
 from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
 from analyzer.timeline.keys import ENDPOINT
 
-__all__ = ["RPC_COLUMNS", "RPC_ROWS", "tool_calls"]
+__all__ = ["HEADER_PARAMS", "RPC_COLUMNS", "RPC_ROWS", "header_params", "tool_calls"]
 
 RPC_ROWS = (
     (pl.col("direction") == "c2s")
@@ -225,3 +229,55 @@ def tool_calls(
         .sort("session_id", "ts", "seq", "flow_id", nulls_last=True)
         .select(S.TOOL_CALLS.names())
     )
+
+
+HEADER_PARAMS: Final = pl.Schema({"tool": pl.String, "token": pl.String, "path": pl.String})
+"""The columns of `header_params`: a tool, a lowercased `x-mcp-header` token, and the JSONPath
+of the argument it mirrors in a `tools/call` body."""
+
+
+def header_params(payloads: pl.LazyFrame) -> pl.DataFrame:
+    """tool, token -> JSONPath of the argument (2026-07-28 `Mcp-Param-<token>` headers), from
+    the captured tools/list results among `payloads` (PAYLOADS rows; the same text may recur).
+
+    A Python walk over the few payloads that declare headers, not over traffic rows.
+    """
+    found: dict[tuple[str, str], str] = {}
+    # Select the rows first, then deduplicate the few found (a text recurs across parts).
+    texts = (
+        payloads.filter(
+            ~pl.col("base64") & pl.col("text").str.contains("x-mcp-header", literal=True)
+        )
+        .unique("data_hash", keep="any")
+        .collect()
+    )
+    for text in texts["text"]:
+        try:
+            tools = json.loads(text).get("result", {}).get("tools", [])
+        except (ValueError, AttributeError):
+            continue
+        for tool in tools if isinstance(tools, list) else []:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                for token, path in _header_tokens(tool.get("inputSchema")):
+                    keys = "".join(f"[{json.dumps(key)}]" for key in path)
+                    found[(tool["name"], token)] = f"$.params.arguments{keys}"
+    return pl.DataFrame(
+        [(tool, token, path) for (tool, token), path in found.items()],
+        schema=HEADER_PARAMS,
+        orient="row",
+    )
+
+
+def _header_tokens(
+    schema: Any, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(lowercased token, property path) of each `x-mcp-header` on a pure `properties` chain."""
+    if not isinstance(schema, dict):
+        return
+    token = schema.get("x-mcp-header")
+    if path and isinstance(token, str):
+        yield token.lower(), path
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, sub in properties.items():
+            yield from _header_tokens(sub, (*path, str(name)))

@@ -6,7 +6,13 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer import schema as S
-from analyzer.timeline.counters import id_counters, resume_counters
+from analyzer.timeline.counters import (
+    carried_between,
+    id_counters,
+    own_prefixes,
+    resume_counters,
+    went_on_at,
+)
 
 
 def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
@@ -72,3 +78,65 @@ def test_resume_counters_place_cursor_and_answer_on_the_stream_counter() -> None
     counters = id_counters(events)
     got = resume_counters(resumes, counters, incarnations).collect().sort("r_flow")
     assert got.rows() == [("g1", "a", "evt-", 2, 5, True), ("g2", "b", "x-", 93, 15, False)]
+
+
+def test_carried_between_keeps_skips_some_event_fills_unless_a_counter_of_its_own() -> None:
+    # r1 skips e3..e4 (cursor e2, answer e5) in session s; r2 the same in session t; r3 skips
+    # x3 in session s.
+    resumed = pl.LazyFrame(
+        {
+            "r_flow": ["r1", "r2", "r3"],
+            "r_session": ["s", "t", "s"],
+            "prefix": ["e", "e", "x"],
+            "c_n": [2, 2, 2],
+            "a_n": [5, 5, 4],
+        }
+    )
+    events = pl.LazyFrame(
+        {
+            # s carries e1, e2, e5; u carries e3 (a shared counter's number: fills r1's gap) and
+            # t carries e2 and e4: a counter of its own, since s carries e2 too, so e4 says
+            # nothing of s's gap; x3 appears nowhere.
+            "session_id": ["s", "s", "s", "u", "t", "t", "t", "s", "s"],
+            "event_id": ["e1", "e2", "e5", "e3", "e2", "e4", "e5", "x2", "x4"],
+        }
+    )
+    # r1: u's e3 fills the gap (u carries none of s's numbers); t's e4 does not count (t
+    # carries s's e2 and e5: a counter of its own). r2: u's e3, and t's own e4. r3: no x3.
+    seen = carried_between(resumed, events).collect()["r_flow"]
+    assert sorted(set(seen)) == ["r1", "r2"]
+    # Without u, r1's gap is filled only by a session counting on its own: nothing.
+    alone = carried_between(resumed, events.filter(pl.col("session_id") != "u")).collect()
+    assert sorted(set(alone["r_flow"])) == ["r2"]
+
+
+def test_went_on_at_names_the_first_event_at_the_answer_counter() -> None:
+    skips = pl.LazyFrame({"r_flow": ["g1", "g2"], "prefix": ["e", "e"], "a_n": [5, 9]})
+    answers = pl.LazyFrame(
+        {
+            "flow_id": ["g1", "g1", "g1", "g2", "other"],
+            "ordinal": [0, 1, 2, 0, 0],
+            "event_id": ["p", "e5", "e5", "e8", "e9"],
+        }
+    )
+    got = went_on_at(skips, answers).collect()
+    assert got.rows() == [("g1", "e5")]  # g2 carried no e9; `other` is no answer
+
+
+def test_own_prefixes_name_a_stream_only_where_other_streams_count_apart() -> None:
+    streams = pl.LazyFrame(
+        {"stream_id": ["a", "b", "c", "d", "e"], "session_id": ["s", "s", "t", "t", "u"]}
+    )
+    counters = pl.LazyFrame(
+        {
+            # s: a and b each count under their own prefix; t: c and d share one counter;
+            # u: e is its session's only stream.
+            "stream_id": ["a", "b", "c", "d", "e"],
+            "prefix": ["a_", "b_", "evt-", "evt-", "e_"],
+        }
+    )
+    candidates = pl.LazyFrame(
+        {"stream_id": ["a", "c", "e", "a"], "prefix": ["a_", "evt-", "e_", "a_"]}
+    )
+    got = own_prefixes(candidates, streams, counters).collect()
+    assert got.rows() == [("a", "a_")]

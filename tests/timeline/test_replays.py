@@ -3,6 +3,8 @@ messages and the progress the resumed streams made."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
 from analyzer import schema as S
@@ -11,6 +13,7 @@ from analyzer.timeline.replays import (
     REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
     RESUMED_PROGRESS_COLUMNS,
+    other_session_replays,
     recurring_events,
     recurring_keys,
     replay_messages,
@@ -132,3 +135,39 @@ def test_resumed_progress_is_each_resumed_streams_progress_in_stream_order() -> 
         ("7", 1, 2, 3.0),
         ("8", 0, 0, 5.0),
     ]
+
+
+def test_other_session_replays_name_what_the_answer_carried_again_after_the_cursor() -> None:
+    ts = [dt.datetime(2026, 1, 1, 0, 0, n, tzinfo=dt.UTC) for n in range(8)]
+    resumptions = pl.LazyFrame(
+        {
+            "flow_id": ["g", "h"],
+            "status": ["other_session", "resolved"],
+            "cursor": ["a2", "b1"],
+            "cursor_session_id": ["A", "B"],
+            "cursor_stream_id": ["sa", "sb"],
+            "cursor_ts": [ts[1], ts[0]],
+        }
+    )
+    rows = [  # (session_id, stream_id, flow_id, ordinal, event_id, payload_hash, id_only, ts)
+        ("A", "sa", "sa", 0, "a1", "p1", False, ts[0]),
+        ("A", "sa", "sa", 1, "a2", "p2", False, ts[1]),  # the cursor: not a replay of it
+        ("A", "sa", "sa", 2, "a3", "p3", False, ts[2]),
+        ("A", "sa", "sa", 3, "a4", "p4", False, ts[3]),
+        ("B", "sg", "g", 0, "a2", "p2", False, ts[4]),
+        ("B", "sg", "g", 1, "a4", "p4", False, ts[5]),  # replayed, answer order kept
+        ("B", "sg", "g", 2, "a3", "p3", False, ts[6]),
+        ("B", "sg", "g", 3, "a1", "p1", False, ts[6]),  # sent before the cursor: no
+        ("B", "sg", "g", 4, "a5", "p5", False, ts[7]),  # never sent in A: no
+        ("B", "sb", "h", 0, "a3", "p3", False, ts[7]),  # a resume of its own session: no
+    ]
+    names = ("session_id", "stream_id", "flow_id", "ordinal", "event_id", "payload_hash",
+             "id_only", "ts")  # fmt: skip
+    events = pl.LazyFrame(
+        {name: [r[i] for r in rows] for i, name in enumerate(names)},
+        schema_overrides={"ts": pl.Datetime("us", "UTC")},
+    )
+    got = other_session_replays(resumptions, events).collect()
+    assert got.rows() == [("g", ["a4", "a3"])]
+    none = other_session_replays(resumptions.filter(pl.col("flow_id") == "h"), events)
+    assert none.collect().is_empty()

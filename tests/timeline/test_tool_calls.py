@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import polars as pl
+
+from analyzer.timeline.tool_calls import HEADER_PARAMS, header_params
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
 
 S1 = {"Mcp-Session-Id": "S1"}
@@ -172,3 +176,41 @@ def test_a_listing_is_the_server_of_the_request_it_answers() -> None:
     c.response(call, body=res(2, content=[]))
     timeline = timeline_of(c)
     assert rows(timeline.tool_calls, "server", "read_only_hint") == [("mcp.test:9000/a", True)]
+
+
+def test_header_params_read_x_mcp_header_declarations_of_tools_list_results() -> None:
+    listed = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "tools": [
+                {
+                    "name": "transfer",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {
+                            "account": {"type": "string", "x-mcp-header": "Account"},
+                            "to": {"properties": {"bank": {"x-mcp-header": "Bank"}}},
+                        },
+                    },
+                },
+                # a declaration on the schema root names no argument; a tool without a name
+                {"name": "root", "inputSchema": {"x-mcp-header": "Root"}},
+                {"inputSchema": {"properties": {"x": {"x-mcp-header": "X"}}}},
+            ]
+        },
+    }
+    texts = [json.dumps(listed), json.dumps(listed), "x-mcp-header but not JSON {", "[]"]
+    payloads = pl.LazyFrame(
+        {
+            "data_hash": ["h1", "h1", "h2", "h3"],
+            "base64": [False, False, False, False],
+            "text": texts,
+        }
+    )
+    got = header_params(payloads).sort("token")
+    assert got.rows() == [
+        ("transfer", "account", '$.params.arguments["account"]'),
+        ("transfer", "bank", '$.params.arguments["to"]["bank"]'),
+    ]
+    assert header_params(payloads.clear()).schema == HEADER_PARAMS
