@@ -7,8 +7,9 @@
    each bucket's sessions get their timeline and every selected detector, and yield their
    findings, the summary counts and the link rows of `analyzer.spark.links`.
 3. cross-session: the link rows joined in Spark find the sessions a cross-session detector
-   (`analyzer.detectors.CROSS_SESSION`) must judge together; those sessions' groups are
-   analyzed once more together, for those detectors only, and their findings replace the
+   (`analyzer.detectors.CROSS_SESSION`) must judge together; those sessions' groups are split
+   into connected components of the link graph (`analyzer.spark.components`) and each
+   component is analyzed once more, for those detectors only; their findings replace the
    per-bucket ones of the same sessions.
 
 Only findings, counts and input reports reach the driver.
@@ -33,6 +34,7 @@ from analyzer.findings import FINDINGS_SCHEMA, empty_findings
 from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
+from analyzer.spark.components import components
 from analyzer.spark.links import CALLS_VIA, SESSIONS_VIA
 
 if TYPE_CHECKING:
@@ -135,21 +137,22 @@ def run(
         .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
         .persist()
     )
-    involved = _involved_groups(first)
+    involved = _related_groups(first)
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
 
     def cross(table: pa.Table) -> pa.Table:
         return tasks.analyze_groups(table, together, links=False)
 
+    # One judgement a component: its groups hold every session its sessions' links reach.
     second = (
-        records.join(involved, on="group", how="left_semi")
-        .groupBy(F.lit(0).alias("all"))
+        records.join(involved, on="group", how="inner")
+        .groupBy("component")
         .applyInArrow(cross, tasks.ANALYSIS_OUT_DDL)
     )
     judged_together = (
         first.filter(F.col("what") == "session")
-        .join(involved.withColumnRenamed("group", "key"), on="key", how="left_semi")
+        .join(involved.select(F.col("group").alias("key")), on="key", how="left_semi")
         .select("session")
     )
     found = first.filter(F.col("what") == "finding")
@@ -204,8 +207,9 @@ def with_repeats(report: InputReport, repeated: int) -> InputReport:
     return replace(report, counts=counts, warnings=describe_counts(counts))
 
 
-def _involved_groups(first: DataFrame) -> DataFrame:
-    """`group` of every session some live link relates to another (`analyzer.spark.links`)."""
+def _related_groups(first: DataFrame) -> DataFrame:
+    """`group, component` of every session some live link relates to another
+    (`analyzer.spark.links`): the groups of one component are judged together."""
     from pyspark.sql import functions as F
 
     links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via")
@@ -234,10 +238,11 @@ def _involved_groups(first: DataFrame) -> DataFrame:
         .filter(F.col("sessions") >= 2)
         .select("key")
     )
-    sessions = links.join(shared, on="key", how="left_semi").select("session").distinct()
-    return (
-        first.filter(F.col("what") == "session")
-        .join(sessions, on="session", how="left_semi")
-        .select(F.col("key").alias("group"))
-        .distinct()
+    groups = first.filter(F.col("what") == "session").select("session", F.col("key").alias("node"))
+    memberships = (
+        links.join(shared, on="key", how="left_semi")
+        .select("key", "session")
+        .join(groups, on="session")
+        .select("key", "node")
     )
+    return components(memberships).withColumnRenamed("node", "group")
