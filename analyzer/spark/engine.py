@@ -35,7 +35,7 @@ from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
 from analyzer.spark.components import components
-from analyzer.spark.links import CALLS_VIA, SESSIONS_VIA
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, SESSIONS_VIA
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -225,9 +225,22 @@ def _related_groups(first: DataFrame) -> DataFrame:
         F.concat(F.lit(SESSIONS_VIA), "key").alias("via")
     )
     wanted = links.filter(F.col("wants"))
+    # A tool whose listings differ in hints: a call listed in its own session still reads the
+    # others (the latest one before it decides).
+    offered = links.filter(~F.col("wants") & F.col("key").startswith("list:"))
+    mixed = offered.groupBy("key").agg(F.countDistinct("via").alias("hints")).filter("hints > 1")
+    listed = wanted.filter(F.col("via").startswith(LISTED_VIA)).join(
+        mixed.select("key"), on="key", how="left_semi"
+    )
+    unlisted = wanted.filter(~F.col("via").startswith(LISTED_VIA))
     active = (
         wanted.filter(F.col("via").isNull())
-        .unionByName(wanted.join(repeated.unionByName(across), on="via", how="left_semi"))
+        .unionByName(unlisted.join(repeated.unionByName(across), on="via", how="left_semi"))
+        .unionByName(
+            listed.withColumn("via", F.expr(f"substring(via, {len(LISTED_VIA) + 1})")).join(
+                repeated, on="via", how="left_semi"
+            )
+        )
         .select("key")
         .distinct()
     )
