@@ -35,12 +35,20 @@ from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
 from analyzer.spark.components import components
-from analyzer.spark.links import CALLS_VIA, LISTED_VIA, SESSIONS_VIA
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SparkResult", "SparkUnavailable", "run", "session", "with_repeats"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "SparkResult",
+    "SparkUnavailable",
+    "related_groups",
+    "run",
+    "session",
+    "with_repeats",
+]
 
 DEFAULT_MASTER: Final = "local[2]"
 # Buckets a session's rows hash into: several per core, so one large session does not hold a
@@ -137,7 +145,7 @@ def run(
         .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
         .persist()
     )
-    involved = _related_groups(first)
+    involved = related_groups(first)
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
 
@@ -207,7 +215,7 @@ def with_repeats(report: InputReport, repeated: int) -> InputReport:
     return replace(report, counts=counts, warnings=describe_counts(counts))
 
 
-def _related_groups(first: DataFrame) -> DataFrame:
+def related_groups(first: DataFrame) -> DataFrame:
     """`group, component` of every session some live link relates to another
     (`analyzer.spark.links`): the groups of one component are judged together."""
     from pyspark.sql import functions as F
@@ -221,9 +229,6 @@ def _related_groups(first: DataFrame) -> DataFrame:
     repeated = calls.filter(F.col("calls") >= 2).select(
         F.concat(F.lit(CALLS_VIA), "key").alias("via")
     )
-    across = calls.filter(F.col("sessions") >= 2).select(
-        F.concat(F.lit(SESSIONS_VIA), "key").alias("via")
-    )
     wanted = links.filter(F.col("wants"))
     # A tool whose listings differ in hints: a call listed in its own session still reads the
     # others (the latest one before it decides).
@@ -235,7 +240,7 @@ def _related_groups(first: DataFrame) -> DataFrame:
     unlisted = wanted.filter(~F.col("via").startswith(LISTED_VIA))
     active = (
         wanted.filter(F.col("via").isNull())
-        .unionByName(unlisted.join(repeated.unionByName(across), on="via", how="left_semi"))
+        .unionByName(unlisted.join(repeated, on="via", how="left_semi"))
         .unionByName(
             listed.withColumn("via", F.expr(f"substring(via, {len(LISTED_VIA) + 1})")).join(
                 repeated, on="via", how="left_semi"
@@ -255,7 +260,39 @@ def _related_groups(first: DataFrame) -> DataFrame:
     memberships = (
         links.join(shared, on="key", how="left_semi")
         .select("key", "session")
+        .unionByName(_next_sessions(first, calls.filter(F.col("sessions") >= 2)))
         .join(groups, on="session")
         .select("key", "node")
     )
     return components(memberships).withColumnRenamed("node", "group")
+
+
+def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
+    """`key, session` rows relating each session that holds a call key of `across` (keys two
+    sessions or more hold) to the sessions of its client that start with it or next
+    (`analyzer.spark.links`: ORDER)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = (
+        first.filter((F.col("what") == "link") & F.col("key").startswith(ORDER))
+        .select(F.col("key").alias("client"), "session", "ts")
+        .withColumn("place", F.dense_rank().over(Window.partitionBy("client").orderBy("ts")))
+    )
+    calling = (
+        first.filter((F.col("what") == "link") & F.col("key").startswith("call:"))
+        .join(across.select("key"), on="key", how="left_semi")
+        .select("session")
+        .distinct()
+    )
+    asking = order.join(calling, on="session", how="left_semi").select(
+        F.col("client").alias("of_client"),
+        F.col("place").alias("from"),
+        F.col("session").alias("asker"),
+    )
+    near = (F.col("of_client") == F.col("client")) & F.col("place").between(
+        F.col("from"), F.col("from") + 1
+    )
+    return asking.join(order, on=near).select(
+        F.concat(F.lit("next:"), "asker").alias("key"), "session"
+    )

@@ -1,14 +1,14 @@
 """The rows that relate sessions for the cross-session detectors (`CROSS_SESSION`).
 
-Each session offers keys (the event ids it issued, its id-counter prefixes, its client) and
-wants some (a cursor it did not issue, the ids and prefixes of what its resumes carried, its tool
-calls' keys, listings and client). The driver joins them in Spark: a key is live when some
-session wants it (`wants`, and its `via` condition holds) and two or more sessions hold it; the
-sessions of live keys are judged together, the others alone, with the same result as when every
-session is judged at once. `via`: a want that matters only when a tool-call key repeats, across
-sessions (`SESSIONS_VIA`) or at all (`CALLS_VIA`), followed by that key; or (`LISTED_VIA`, then
-`CALLS_VIA` and the key) when the key repeats and the tool's listings do not all carry the same
-hints. A listing's offer carries its hints in `via`.
+Each session offers keys (the event ids it issued, its id-counter prefixes, its place among its
+client's sessions) and wants some (a cursor it did not issue, the ids and prefixes of what its
+resumes carried, its tool calls' keys and listings). The driver joins them in Spark: a key is
+live when some session wants it (`wants`, and its `via` condition holds) and two or more
+sessions hold it; the sessions of live keys are judged together, the others alone, with the
+same result as when every session is judged at once. `via`: a want that matters only when a
+tool-call key repeats (`CALLS_VIA`, then the key), or (`LISTED_VIA`, then `CALLS_VIA` and the
+key) when it repeats and the tool's listings do not all carry the same hints. A listing's offer
+carries its hints in `via`.
 
 Tool listings: a call's hints are those of the latest listing of its server and tool at or
 before it, else of the latest anywhere (`analyzer.timeline.tool_calls`). When every listing of a
@@ -17,6 +17,12 @@ hints; a call whose own session lists the tool on the call's endpoint (a session
 origin, so the same authority and path is the same server) needs no other session's listing.
 Only the other calls relate the sessions that listed the tool (every session, when clients
 list the tools at each start).
+
+The client's next session (`repeated-tool-call` repeats a call in it, not in a later one): each
+session offers `ORDER` and its client with its start in `ts`. The driver relates a session
+whose call key recurs in another session to the sessions of its client that start with it or
+next: with those, the sessions judged together rank the same way apart as in the capture (a
+session between two calls' sessions is there, so they are not taken for next ones).
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ from analyzer.timeline.counters import id_counter
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["CALLS_VIA", "LINK_COLUMNS", "LISTED_VIA", "SESSIONS_VIA", "link_rows"]
+__all__ = ["CALLS_VIA", "LINK_COLUMNS", "LISTED_VIA", "ORDER", "link_rows"]
 
-LINK_COLUMNS: Final = ("key", "session_id", "wants", "via")
-SESSIONS_VIA: Final = "sessions:"
+LINK_COLUMNS: Final = ("key", "session_id", "wants", "via", "ts")
+ORDER: Final = "order:"
 CALLS_VIA: Final = "calls:"
 LISTED_VIA: Final = "listed:"
 _HINTS: Final = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint",
@@ -41,13 +47,19 @@ _HINTS: Final = ("annotated", "read_only_hint", "destructive_hint", "idempotent_
 
 
 def _rows(
-    frame: pl.LazyFrame, key: pl.Expr, *, wants: bool, via: pl.Expr | None = None
+    frame: pl.LazyFrame,
+    key: pl.Expr,
+    *,
+    wants: bool,
+    via: pl.Expr | None = None,
+    ts: pl.Expr | None = None,
 ) -> pl.LazyFrame:
     return frame.select(
         key.alias("key"),
         "session_id",
         pl.lit(wants).alias("wants"),
         (via if via is not None else pl.lit(None, pl.String)).alias("via"),
+        (ts if ts is not None else pl.lit(None, pl.Int64)).alias("ts"),
     )
 
 
@@ -72,7 +84,6 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
     prefix = id_counter("event_id", "prefix", "n")[0]
     listings = _listings(timeline, tools)
     calls = _calls(timeline, listings)
-    client = pl.concat_str(pl.lit("client:"), "client")
     key = pl.concat_str(pl.lit("id:"), "event_id")
     parts = [
         _rows(issued, key, wants=False),
@@ -90,8 +101,12 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
         ),
         # Every call (not distinct: the driver counts them), and what a repeat of it reads.
         _rows(calls, pl.col("call"), wants=True),
-        _rows(_clients(timeline), client, wants=False),
-        _rows(calls, client, wants=True, via=pl.concat_str(pl.lit(SESSIONS_VIA), "call")),
+        _rows(
+            _clients(timeline),
+            pl.concat_str(pl.lit(ORDER), "client"),
+            wants=False,
+            ts=pl.col("start").dt.epoch("ns"),
+        ),
         _rows(
             calls,
             pl.concat_str(pl.lit("list:"), "tool_name"),
@@ -112,9 +127,13 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _clients(timeline: Timeline) -> pl.LazyFrame:
-    """`session_id, client` as `repeated-tool-call` names a session's client."""
-    client = pl.coalesce(pl.concat_str("client_ip", "client_info", separator="|"), "session_id")
-    return timeline.sessions.select("session_id", client.alias("client"))
+    """`session_id, client, start` as `repeated-tool-call` names a session's client (its next
+    session is the next at the same origin) and ranks its sessions."""
+    client = pl.coalesce(
+        pl.concat_str("client_ip", "client_info", pl.col("origin").fill_null(""), separator="|"),
+        "session_id",
+    )
+    return timeline.sessions.select("session_id", client.alias("client"), "start")
 
 
 def _calls(timeline: Timeline, listings: pl.LazyFrame) -> pl.LazyFrame:

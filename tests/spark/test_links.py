@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer.normalize import normalize_records
-from analyzer.spark.links import CALLS_VIA, LISTED_VIA, SESSIONS_VIA, link_rows
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, link_rows
 from analyzer.timeline import RawTables, build_timeline
 from tests.support.records import Capture, event, req, res, sse
 
@@ -71,7 +71,7 @@ def test_a_cursor_of_its_own_session_wants_nothing() -> None:
     assert not any(key.startswith("id:") for key, _ in keys(links, wants=True))
 
 
-def test_each_tool_call_wants_its_client_and_listing_under_its_call_key() -> None:
+def test_each_tool_call_wants_its_listing_under_its_call_key() -> None:
     c = Capture().open()
     session(c, "A", ("a0", "a1"))
     call(c, "A", 1, "book")
@@ -80,10 +80,20 @@ def test_each_tool_call_wants_its_client_and_listing_under_its_call_key() -> Non
     calls = links.filter(pl.col("key").str.starts_with("call:"))
     assert calls.height == 2  # one row a call: the driver counts them
     assert calls["key"].n_unique() == 1
-    via = set(links.filter(pl.col("via").is_not_null())["via"].to_list())
-    call_key = calls["key"][0]
-    assert via == {SESSIONS_VIA + call_key, CALLS_VIA + call_key}
-    assert ("list:book", "mcp:A") in keys(links, wants=True)
+    wanted = links.filter(pl.col("wants") & pl.col("via").is_not_null())
+    assert set(wanted.select("key", "via").iter_rows()) == {
+        ("list:book", CALLS_VIA + calls["key"][0])
+    }
+
+
+def test_each_session_offers_its_place_among_its_clients_sessions() -> None:
+    c = Capture().open()
+    session(c, "A", ("a0", "a1"))
+    session(c, "B", ("b0", "b1"))
+    order = links_of(c).filter(pl.col("key").str.starts_with(ORDER)).sort("ts")
+    assert order["session_id"].to_list() == ["mcp:A", "mcp:B"]
+    assert order["ts"].null_count() == 0
+    assert not order["wants"].any()
 
 
 def wants_of(links: pl.DataFrame, key: str) -> dict[str, str | None]:
