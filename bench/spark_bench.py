@@ -103,9 +103,10 @@ def measure(argv: list[str], env: dict[str, str]) -> tuple[float, Peaks]:
     return wall, peaks
 
 
-def shuffles(log_dir: Path) -> list[tuple[int, str, int, int, int]]:
+def shuffles(log_dir: Path) -> list[tuple[int, str, int, int, int, float, int]]:
     """Per stage of the Spark event log in `log_dir`: id, name, tasks, shuffle bytes written
-    and read."""
+    and read, and its largest task: the longest one's seconds, the most shuffle bytes one read
+    (one task holding a stage's data shows here, not in the totals)."""
     stages: dict[int, list[object]] = {}
     for path in sorted(p for p in log_dir.rglob("*") if p.is_file()):
         for line in path.read_text().splitlines():
@@ -113,19 +114,23 @@ def shuffles(log_dir: Path) -> list[tuple[int, str, int, int, int]]:
             kind = event.get("Event")
             if kind == "SparkListenerStageCompleted":
                 info = event["Stage Info"]
-                row = stages.setdefault(info["Stage ID"], [info["Stage Name"], 0, 0, 0])
+                row = stages.setdefault(info["Stage ID"], [info["Stage Name"], 0, 0, 0, 0.0, 0])
                 row[0] = info["Stage Name"]
             elif kind == "SparkListenerTaskEnd":
                 metrics = event.get("Task Metrics") or {}
-                row = stages.setdefault(event["Stage ID"], ["?", 0, 0, 0])
+                task = event.get("Task Info") or {}
+                row = stages.setdefault(event["Stage ID"], ["?", 0, 0, 0, 0.0, 0])
                 row[1] = int(row[1]) + 1  # type: ignore[call-overload]
                 written = metrics.get("Shuffle Write Metrics", {}).get("Shuffle Bytes Written", 0)
                 read = metrics.get("Shuffle Read Metrics", {})
                 got = read.get("Remote Bytes Read", 0) + read.get("Local Bytes Read", 0)
                 row[2] = int(row[2]) + written  # type: ignore[call-overload]
                 row[3] = int(row[3]) + got  # type: ignore[call-overload]
+                took = (task.get("Finish Time", 0) - task.get("Launch Time", 0)) / 1000
+                row[4] = max(float(row[4]), took)  # type: ignore[arg-type]
+                row[5] = max(int(row[5]), got)  # type: ignore[call-overload]
     return [
-        (sid, str(row[0]), int(row[1]), int(row[2]), int(row[3]))  # type: ignore[call-overload]
+        (sid, str(row[0]), int(row[1]), int(row[2]), int(row[3]), float(row[4]), int(row[5]))  # type: ignore[call-overload, arg-type]
         for sid, row in sorted(stages.items())
     ]
 
@@ -181,10 +186,11 @@ def main() -> None:
             argv = [*SEAMWATCH, *common, "--engine", "spark", "--master", args.master]
             wall, peaks = measure(argv, spark_env)
             print(_line("spark", events, wall, peaks), flush=True)
-            for sid, name, tasks, written, read in shuffles(Path(log_dir)):
+            for sid, name, tasks, written, read, longest, most in shuffles(Path(log_dir)):
                 print(
                     f"    stage {sid:3} {tasks:4} tasks  shuffle write {written / 1e6:9.1f} MB  "
-                    f"read {read / 1e6:9.1f} MB  {name[:60]}",
+                    f"read {read / 1e6:9.1f} MB  largest task {longest:7.1f} s "
+                    f"{most / 1e6:9.1f} MB  {name[:60]}",
                     flush=True,
                 )
 

@@ -7,8 +7,9 @@
    each bucket's sessions get their timeline and every selected detector, and yield their
    findings, the summary counts and the link rows of `analyzer.spark.links`.
 3. cross-session: the link rows joined in Spark find the sessions a cross-session detector
-   (`analyzer.detectors.CROSS_SESSION`) must judge together; those sessions' groups are
-   analyzed once more together, for those detectors only, and their findings replace the
+   (`analyzer.detectors.CROSS_SESSION`) must judge together; those sessions' groups are split
+   into connected components of the link graph (`analyzer.spark.components`) and each
+   component is analyzed once more, for those detectors only; their findings replace the
    per-bucket ones of the same sessions.
 
 Only findings, counts and input reports reach the driver.
@@ -33,12 +34,21 @@ from analyzer.findings import FINDINGS_SCHEMA, empty_findings
 from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
-from analyzer.spark.links import CALLS_VIA, SESSIONS_VIA
+from analyzer.spark.components import components
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SparkResult", "SparkUnavailable", "run", "session", "with_repeats"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "SparkResult",
+    "SparkUnavailable",
+    "related_groups",
+    "run",
+    "session",
+    "with_repeats",
+]
 
 DEFAULT_MASTER: Final = "local[2]"
 # Buckets a session's rows hash into: several per core, so one large session does not hold a
@@ -135,21 +145,22 @@ def run(
         .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
         .persist()
     )
-    involved = _involved_groups(first)
+    involved = related_groups(first)
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
 
     def cross(table: pa.Table) -> pa.Table:
         return tasks.analyze_groups(table, together, links=False)
 
+    # One judgement a component: its groups hold every session its sessions' links reach.
     second = (
-        records.join(involved, on="group", how="left_semi")
-        .groupBy(F.lit(0).alias("all"))
+        records.join(involved, on="group", how="inner")
+        .groupBy("component")
         .applyInArrow(cross, tasks.ANALYSIS_OUT_DDL)
     )
     judged_together = (
         first.filter(F.col("what") == "session")
-        .join(involved.withColumnRenamed("group", "key"), on="key", how="left_semi")
+        .join(involved.select(F.col("group").alias("key")), on="key", how="left_semi")
         .select("session")
     )
     found = first.filter(F.col("what") == "finding")
@@ -204,8 +215,9 @@ def with_repeats(report: InputReport, repeated: int) -> InputReport:
     return replace(report, counts=counts, warnings=describe_counts(counts))
 
 
-def _involved_groups(first: DataFrame) -> DataFrame:
-    """`group` of every session some live link relates to another (`analyzer.spark.links`)."""
+def related_groups(first: DataFrame) -> DataFrame:
+    """`group, component` of every session some live link relates to another
+    (`analyzer.spark.links`): the groups of one component are judged together."""
     from pyspark.sql import functions as F
 
     links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via")
@@ -217,13 +229,23 @@ def _involved_groups(first: DataFrame) -> DataFrame:
     repeated = calls.filter(F.col("calls") >= 2).select(
         F.concat(F.lit(CALLS_VIA), "key").alias("via")
     )
-    across = calls.filter(F.col("sessions") >= 2).select(
-        F.concat(F.lit(SESSIONS_VIA), "key").alias("via")
-    )
     wanted = links.filter(F.col("wants"))
+    # A tool whose listings differ in hints: a call listed in its own session still reads the
+    # others (the latest one before it decides).
+    offered = links.filter(~F.col("wants") & F.col("key").startswith("list:"))
+    mixed = offered.groupBy("key").agg(F.countDistinct("via").alias("hints")).filter("hints > 1")
+    listed = wanted.filter(F.col("via").startswith(LISTED_VIA)).join(
+        mixed.select("key"), on="key", how="left_semi"
+    )
+    unlisted = wanted.filter(~F.col("via").startswith(LISTED_VIA))
     active = (
         wanted.filter(F.col("via").isNull())
-        .unionByName(wanted.join(repeated.unionByName(across), on="via", how="left_semi"))
+        .unionByName(unlisted.join(repeated, on="via", how="left_semi"))
+        .unionByName(
+            listed.withColumn("via", F.expr(f"substring(via, {len(LISTED_VIA) + 1})")).join(
+                repeated, on="via", how="left_semi"
+            )
+        )
         .select("key")
         .distinct()
     )
@@ -234,10 +256,43 @@ def _involved_groups(first: DataFrame) -> DataFrame:
         .filter(F.col("sessions") >= 2)
         .select("key")
     )
-    sessions = links.join(shared, on="key", how="left_semi").select("session").distinct()
-    return (
-        first.filter(F.col("what") == "session")
-        .join(sessions, on="session", how="left_semi")
-        .select(F.col("key").alias("group"))
+    groups = first.filter(F.col("what") == "session").select("session", F.col("key").alias("node"))
+    memberships = (
+        links.join(shared, on="key", how="left_semi")
+        .select("key", "session")
+        .unionByName(_next_sessions(first, calls.filter(F.col("sessions") >= 2)))
+        .join(groups, on="session")
+        .select("key", "node")
+    )
+    return components(memberships).withColumnRenamed("node", "group")
+
+
+def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
+    """`key, session` rows relating each session that holds a call key of `across` (keys two
+    sessions or more hold) to the sessions of its client that start with it or next
+    (`analyzer.spark.links`: ORDER)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = (
+        first.filter((F.col("what") == "link") & F.col("key").startswith(ORDER))
+        .select(F.col("key").alias("client"), "session", "ts")
+        .withColumn("place", F.dense_rank().over(Window.partitionBy("client").orderBy("ts")))
+    )
+    calling = (
+        first.filter((F.col("what") == "link") & F.col("key").startswith("call:"))
+        .join(across.select("key"), on="key", how="left_semi")
+        .select("session")
         .distinct()
+    )
+    asking = order.join(calling, on="session", how="left_semi").select(
+        F.col("client").alias("of_client"),
+        F.col("place").alias("from"),
+        F.col("session").alias("asker"),
+    )
+    near = (F.col("of_client") == F.col("client")) & F.col("place").between(
+        F.col("from"), F.col("from") + 1
+    )
+    return asking.join(order, on=near).select(
+        F.concat(F.lit("next:"), "asker").alias("key"), "session"
     )

@@ -1,12 +1,28 @@
 """The rows that relate sessions for the cross-session detectors (`CROSS_SESSION`).
 
-Each session offers keys (the event ids it issued, its id-counter prefixes, its client) and
-wants some (a cursor it did not issue, the ids and prefixes of what its resumes carried, its tool
-calls' keys, listings and client). The driver joins them in Spark: a key is live when some
-session wants it (`wants`, and its `via` condition holds) and two or more sessions hold it; the
-sessions of live keys are judged together, the others alone, with the same result as when every
-session is judged at once. `via`: a want that matters only when a tool-call key repeats, across
-sessions (`SESSIONS_VIA`) or at all (`CALLS_VIA`), followed by that key.
+Each session offers keys (the event ids it issued, its id-counter prefixes, its place among its
+client's sessions) and wants some (a cursor it did not issue, the ids and prefixes of what its
+resumes carried, its tool calls' keys and listings). The driver joins them in Spark: a key is
+live when some session wants it (`wants`, and its `via` condition holds) and two or more
+sessions hold it; the sessions of live keys are judged together, the others alone, with the
+same result as when every session is judged at once. `via`: a want that matters only when a
+tool-call key repeats (`CALLS_VIA`, then the key), or (`LISTED_VIA`, then `CALLS_VIA` and the
+key) when it repeats and the tool's listings do not all carry the same hints. A listing's offer
+carries its hints in `via`.
+
+Tool listings: a call's hints are those of the latest listing of its server and tool at or
+before it, else of the latest anywhere (`analyzer.timeline.tool_calls`). When every listing of a
+tool carries the same hints, any listing of the call's server and tool gives the call those
+hints; a call whose own session lists the tool on the call's endpoint (a session has one
+origin, so the same authority and path is the same server) needs no other session's listing.
+Only the other calls relate the sessions that listed the tool (every session, when clients
+list the tools at each start).
+
+The client's next session (`repeated-tool-call` repeats a call in it, not in a later one): each
+session offers `ORDER` and its client with its start in `ts`. The driver relates a session
+whose call key recurs in another session to the sessions of its client that start with it or
+next: with those, the sessions judged together rank the same way apart as in the capture (a
+session between two calls' sessions is there, so they are not taken for next ones).
 """
 
 from __future__ import annotations
@@ -20,21 +36,30 @@ from analyzer.timeline.counters import id_counter
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["CALLS_VIA", "LINK_COLUMNS", "SESSIONS_VIA", "link_rows"]
+__all__ = ["CALLS_VIA", "LINK_COLUMNS", "LISTED_VIA", "ORDER", "link_rows"]
 
-LINK_COLUMNS: Final = ("key", "session_id", "wants", "via")
-SESSIONS_VIA: Final = "sessions:"
+LINK_COLUMNS: Final = ("key", "session_id", "wants", "via", "ts")
+ORDER: Final = "order:"
 CALLS_VIA: Final = "calls:"
+LISTED_VIA: Final = "listed:"
+_HINTS: Final = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint",
+                 "open_world_hint")  # fmt: skip
 
 
 def _rows(
-    frame: pl.LazyFrame, key: pl.Expr, *, wants: bool, via: pl.Expr | None = None
+    frame: pl.LazyFrame,
+    key: pl.Expr,
+    *,
+    wants: bool,
+    via: pl.Expr | None = None,
+    ts: pl.Expr | None = None,
 ) -> pl.LazyFrame:
     return frame.select(
         key.alias("key"),
         "session_id",
         pl.lit(wants).alias("wants"),
         (via if via is not None else pl.lit(None, pl.String)).alias("via"),
+        (ts if ts is not None else pl.lit(None, pl.Int64)).alias("ts"),
     )
 
 
@@ -57,8 +82,8 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
         resumes.select("stream_id").drop_nulls().unique(), on="stream_id", how="semi"
     )
     prefix = id_counter("event_id", "prefix", "n")[0]
-    calls = _calls(timeline)
-    client = pl.concat_str(pl.lit("client:"), "client")
+    listings = _listings(timeline, tools)
+    calls = _calls(timeline, listings)
     key = pl.concat_str(pl.lit("id:"), "event_id")
     parts = [
         _rows(issued, key, wants=False),
@@ -76,15 +101,23 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
         ),
         # Every call (not distinct: the driver counts them), and what a repeat of it reads.
         _rows(calls, pl.col("call"), wants=True),
-        _rows(_clients(timeline), client, wants=False),
-        _rows(calls, client, wants=True, via=pl.concat_str(pl.lit(SESSIONS_VIA), "call")),
+        _rows(
+            _clients(timeline),
+            pl.concat_str(pl.lit(ORDER), "client"),
+            wants=False,
+            ts=pl.col("start").dt.epoch("ns"),
+        ),
         _rows(
             calls,
             pl.concat_str(pl.lit("list:"), "tool_name"),
             wants=True,
-            via=pl.concat_str(pl.lit(CALLS_VIA), "call"),
+            via=pl.concat_str(
+                pl.when(pl.col("self_listed")).then(pl.lit(LISTED_VIA)).otherwise(pl.lit("")),
+                pl.lit(CALLS_VIA),
+                "call",
+            ),
         ),
-        _rows(_listings(timeline, tools), pl.col("listing"), wants=False),
+        _rows(listings, pl.col("listing"), wants=False, via=pl.col("hints")),
     ]
     calls_rows = pl.col("key").str.starts_with("call:")
     merged = pl.concat(parts, how="vertical")
@@ -94,17 +127,33 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _clients(timeline: Timeline) -> pl.LazyFrame:
-    """`session_id, client` as `repeated-tool-call` names a session's client."""
-    client = pl.coalesce(pl.concat_str("client_ip", "client_info", separator="|"), "session_id")
-    return timeline.sessions.select("session_id", client.alias("client"))
+    """`session_id, client, start` as `repeated-tool-call` names a session's client (its next
+    session is the next at the same origin) and ranks its sessions."""
+    client = pl.coalesce(
+        pl.concat_str("client_ip", "client_info", pl.col("origin").fill_null(""), separator="|"),
+        "session_id",
+    )
+    return timeline.sessions.select("session_id", client.alias("client"), "start")
 
 
-def _calls(timeline: Timeline) -> pl.LazyFrame:
-    """Every tool call with its client and `call` key (what `repeated-tool-call` matches on)."""
-    return timeline.tool_calls.join(_clients(timeline), on="session_id", how="left").select(
+def _calls(timeline: Timeline, listings: pl.LazyFrame) -> pl.LazyFrame:
+    """Every tool call with its client, `call` key (what `repeated-tool-call` matches on) and
+    whether its own session lists the tool on the call's endpoint (`self_listed`)."""
+    endpoints = timeline.exchanges.select("flow_id", "authority", "path")
+    own = (
+        listings.select("session_id", "tool_name", "authority", "path")
+        .unique()
+        .with_columns(pl.lit(True).alias("self_listed"))
+    )
+    return (
+        timeline.tool_calls.join(_clients(timeline), on="session_id", how="left")
+        .join(endpoints, on="flow_id", how="left")
+        .join(own, on=["session_id", "tool_name", "authority", "path"], how="left")
+    ).select(
         "session_id",
         "client",
         "tool_name",
+        pl.col("self_listed").fill_null(False),
         pl.concat_str(
             pl.lit("call:"),
             *(
@@ -117,11 +166,25 @@ def _calls(timeline: Timeline) -> pl.LazyFrame:
 
 
 def _listings(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
-    """`session_id, listing`: the tools a session's `tools/list` results named. By name alone:
+    """`session_id, listing, tool_name, authority, path, hints`: the tools a session's
+    `tools/list` results named, on which exchange, with what hints. The key is the name alone:
     which server a listing speaks for is the timeline's to judge (a legacy server lists on its
-    GET stream), and a coarser key only relates more sessions."""
+    GET stream, so its listing's exchange is not the calls' endpoint and relates as before),
+    and a coarser key only relates more sessions."""
+    hints = pl.concat_str(
+        *(pl.col(c).cast(pl.String).fill_null("-") for c in _HINTS), separator=","
+    )
     return (
-        tools.join(timeline.exchanges.select("flow_id", "session_id"), on="flow_id")
-        .select("session_id", pl.concat_str(pl.lit("list:"), "tool_name").alias("listing"))
+        tools.join(
+            timeline.exchanges.select("flow_id", "session_id", "authority", "path"), on="flow_id"
+        )
+        .select(
+            "session_id",
+            pl.concat_str(pl.lit("list:"), "tool_name").alias("listing"),
+            "tool_name",
+            "authority",
+            "path",
+            hints.alias("hints"),
+        )
         .unique()
     )

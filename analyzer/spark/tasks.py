@@ -52,7 +52,7 @@ RECORDS: Final = pa.schema(
 
 #: What an analysis task yields: `what` says which columns hold what.
 #: finding: session, detector, input (of its first flow, SARIF locations), blob (one finding);
-#: link: key, session, wants, via (`analyzer.spark.links`); session: key (its group), session;
+#: link: key, session, wants, via, ts (`analyzer.spark.links`); session: key (its group), session;
 #: count: key (sessions, streams, resumptions, tool_calls), n; duplicate_flow: input, n;
 #: report: blob (an ingested input's report, JSON).
 ANALYSIS_OUT: Final = pa.schema(
@@ -65,6 +65,7 @@ ANALYSIS_OUT: Final = pa.schema(
         ("via", pa.string()),
         ("input", pa.int32()),
         ("n", pa.int64()),
+        ("ts", pa.int64()),
         ("blob", pa.binary()),
     ]
 )
@@ -73,7 +74,7 @@ ANALYSIS_OUT: Final = pa.schema(
 RECORDS_DDL: Final = "group string, input int, table string, blob binary"
 ANALYSIS_OUT_DDL: Final = (
     "what string, key string, session string, detector string, wants boolean, via string, "
-    "input int, n long, blob binary"
+    "input int, n long, ts long, blob binary"
 )
 
 _COUNTED: Final = ("sessions", "streams", "resumptions", "tool_calls")
@@ -285,8 +286,8 @@ def _link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pa.Table:
     frame = link_rows(timeline, tools).collect()
     return _table(
         [
-            {"what": "link", "key": key, "session": session, "wants": wants, "via": via}
-            for key, session, wants, via in frame.iter_rows()
+            {"what": "link", "key": key, "session": session, "wants": wants, "via": via, "ts": ts}
+            for key, session, wants, via, ts in frame.iter_rows()
         ]
     )
 

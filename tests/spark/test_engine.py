@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from analyzer.ingest import InputReport
 from analyzer.spark import engine
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
+from analyzer.spark.tasks import ANALYSIS_OUT_DDL
 
 
 def test_without_java_it_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,3 +25,41 @@ def test_repeated_flows_are_counted_in_the_input_report() -> None:
     assert counted.counts == {"seq_gap": 1, "duplicate_flow": 3}
     assert len(counted.warnings) == 2
     assert engine.with_repeats(report, 0) is report
+
+
+def _link(key: str, session: str, *, wants: bool = False, via: str | None = None,
+          ts: int | None = None) -> dict[str, object]:  # fmt: skip
+    return {"what": "link", "key": key, "session": session, "wants": wants, "via": via, "ts": ts}
+
+
+def test_related_groups_are_split_into_components_of_narrowed_links(spark: Any) -> None:
+    """Client c's sessions s1..s5 start in that order; call key K recurs in s1 and s2, key J
+    twice in s5 alone; every session lists tool t with the same hints; s2 did not list it."""
+    k, j = "call:c|srv|t|K", "call:c|srv|t|J"
+    rows = [{"what": "session", "key": f"g{i}", "session": f"s{i}"} for i in range(1, 6)]
+    rows += [_link(ORDER + "c", f"s{i}", ts=i) for i in range(1, 6)]
+    rows += [_link("list:t", f"s{i}", via="true,false") for i in (1, 3, 4, 5)]
+    rows += [_link(k, "s1", wants=True), _link(k, "s2", wants=True)]
+    rows += [_link(j, "s5", wants=True), _link(j, "s5", wants=True)]
+    rows += [
+        _link("list:t", "s1", wants=True, via=LISTED_VIA + CALLS_VIA + k),
+        _link("list:t", "s2", wants=True, via=CALLS_VIA + k),
+        _link("list:t", "s5", wants=True, via=LISTED_VIA + CALLS_VIA + j),
+        _link("list:t", "s5", wants=True, via=LISTED_VIA + CALLS_VIA + j),
+    ]
+    first = spark.createDataFrame(rows, ANALYSIS_OUT_DDL)
+    found = {r["group"]: r["component"] for r in engine.related_groups(first).collect()}
+    # s1, s2 (the key), s3 (s2's next session), s1..s5 (s2 reads every listing: it listed none)
+    assert found == dict.fromkeys(("g1", "g2", "g3", "g4", "g5"), "g1")
+    # Once s2 lists the tool too, only the key and the next sessions relate sessions.
+    rows = [r for r in rows if r.get("via") != CALLS_VIA + k]
+    rows += [_link("list:t", "s2", wants=True, via=LISTED_VIA + CALLS_VIA + k)]
+    rows += [_link("list:t", "s2", via="true,false")]
+    first = spark.createDataFrame(rows, ANALYSIS_OUT_DDL)
+    found = {r["group"]: r["component"] for r in engine.related_groups(first).collect()}
+    assert found == {"g1": "g1", "g2": "g1", "g3": "g1"}
+    # Listings that differ in hints: each repeated call reads them all again.
+    rows += [_link("list:t", "s4", via="true,true")]
+    first = spark.createDataFrame(rows, ANALYSIS_OUT_DDL)
+    found = {r["group"]: r["component"] for r in engine.related_groups(first).collect()}
+    assert found == dict.fromkeys(("g1", "g2", "g3", "g4", "g5"), "g1")
