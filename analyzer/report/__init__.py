@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
 from analyzer.baseline import BaselineOutcome
 from analyzer.detection import Detector
 from analyzer.findings import EVIDENCE_COLUMNS, FINDINGS_SCHEMA, Severity, validate_findings
+
+if TYPE_CHECKING:
+    from analyzer.ingest import InputReport
 
 __all__ = [
     "FORMATS",
@@ -41,6 +44,19 @@ class InputSummary:
     records: int
     skipped: int
     warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def each(cls, inputs: Iterable[InputReport]) -> tuple[InputSummary, ...]:
+        """The summaries of what the readers reported, input by input."""
+        return tuple(
+            cls(
+                path=str(item.path),
+                records=int(item.records),
+                skipped=int(item.skipped),
+                warnings=tuple(str(w) for w in item.warnings),
+            )
+            for item in inputs
+        )
 
 
 @dataclass(frozen=True)

@@ -251,15 +251,7 @@ def build_report(
     fail_on: Severity | None,
 ) -> Report:
     """Collect what the report writers need from a timeline and the findings."""
-    inputs = tuple(
-        InputSummary(
-            path=str(item.path),
-            records=int(item.records),
-            skipped=int(item.skipped),
-            warnings=tuple(str(w) for w in item.warnings),
-        )
-        for item in timeline.inputs
-    )
+    inputs = InputSummary.each(timeline.inputs)
     # Only the flows SARIF locations need: a finding's first evidence flow.
     first_flows = findings["flow_ids"].list.first().drop_nulls().unique()
     flows = (

@@ -122,15 +122,7 @@ def analyze_spark(
     return Report(
         findings=result.findings,
         detectors=select_detectors(only=only, disable=disable),
-        inputs=tuple(
-            InputSummary(
-                path=str(item.path),
-                records=int(item.records),
-                skipped=int(item.skipped),
-                warnings=tuple(str(w) for w in item.warnings),
-            )
-            for item in result.inputs
-        ),
+        inputs=InputSummary.each(result.inputs),
         sessions=result.counts.get("sessions", 0),
         streams=result.counts.get("streams", 0),
         resumptions=result.counts.get("resumptions", 0),
