@@ -3,12 +3,8 @@ point loads it as a user's install does) against the lab's SDK server through th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +13,7 @@ import pytest
 
 from analyzer.pytest_plugin import TestSpan, attribute
 from tests.support.sarif import assert_valid_sarif
+from tests.support.tls import sdk_server
 
 pytest_plugins = ("pytester",)
 
@@ -72,51 +69,18 @@ def test_charge_retried_after_break(seamwatch_proxy):
     anyio.run(run)
 """
 
+# The lab's SDK server with charges waiting on the "charge-settle" gate.
+_LAB_SERVER = ("--event-ids", "none", "--charge-gate")
+
 PLAIN_TEST = """
 def test_plain():
     assert 1 + 1 == 2
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def running_lab_server() -> Iterator[str]:
-    """The lab's SDK server (charges wait on the "charge-settle" gate), stopped by its pid."""
-    port = _free_port()
-    argv = [sys.executable, "-m", "lab.servers.sdk_server", "--port", str(port)]
-    process = subprocess.Popen(
-        [*argv, "--event-ids", "none", "--charge-gate"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert process.poll() is None, "the lab server exited"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the lab server did not listen"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-
 @pytest.fixture
 def lab_server() -> Iterator[str]:
-    with running_lab_server() as root:
+    with sdk_server(*_LAB_SERVER) as root:
         yield root
 
 
@@ -178,7 +142,7 @@ def test_a_call_resent_after_its_stream_broke_fails_naming_the_test(
     entry |= {"title": repeated[0]["title"], "reason": "known: client retries"}
     baseline.write_text(json.dumps({"schema": 1, "findings": [entry]}))
     # A fresh server: the first one's gate is open now, so its charges no longer wait.
-    with running_lab_server() as control:
+    with sdk_server(*_LAB_SERVER) as control:
         pytester.makepyfile(test_b_retry=RETRY_TEST.format(control=control))
         again = _run(
             pytester, "--seamwatch-upstream", control, "--seamwatch-baseline", str(baseline)

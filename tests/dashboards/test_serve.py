@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from dashboards import launch as L
-from tests.support.proxy import free_port
+from tests.support.proxy import free_port, stop
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
 
@@ -82,12 +81,7 @@ def test_a_dashboard_on_every_address_makes_no_outbound_connection(tmp_path: Pat
         _websocket_from_afar(port)
         time.sleep(2.5)  # Streamlit's lookups time out after 1 s each
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc, timeout=20)
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert ["installed", "localhost"] in events  # the hook ran in the server
     # A UDP connect sends nothing (Streamlit's way to learn the local address): not outbound.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from tests.support.proxy import stop
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -60,18 +61,6 @@ def _healthy(url: str) -> bool:
             return bool(resp.status == 200)
     except OSError:
         return False
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the dashboard by its pid (SIGTERM, then SIGKILL)."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def wait_for[T](

@@ -37,6 +37,18 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -
     raise RuntimeError(f"proxy did not listen on {port} within {timeout}s")
 
 
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
+    """Stop a process this test started, by its pid: `sig`, then SIGKILL after `timeout` s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 class Proxy:
     """A running proxy: its URL, capture directory and process."""
 
@@ -48,13 +60,7 @@ class Proxy:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop(self.proc, sig, timeout)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.support.proxy import ROOT, free_port, wait_port
+from tests.support.proxy import ROOT, free_port, stop, wait_port
 
 
 @dataclass(frozen=True)
@@ -151,12 +151,7 @@ def _serving(argv: list[str], port: int) -> Iterator[None]:
         wait_port(port, proc, timeout=30)
         yield
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 # An official-SDK client: lists the tools and calls a read-only one; prints its result.
