@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from analyzer.capture.retention import Retention, expired, prune
+from analyzer.record_models import RetentionDeleted, RetentionPolicy
 
 
 def capture_file(
@@ -105,3 +107,15 @@ def test_the_last_seq_of_a_file_ending_in_a_long_line_is_found(tmp_path: Path) -
         fh.write('{"seq":3,"kind":"stream_end","error":"' + "x" * 200_000 + '"}\n')
     (deleted,) = prune(tmp_path, Retention(max_bytes=1))
     assert (deleted.first_seq, deleted.last_seq) == (0, 3)
+
+
+def test_what_the_writer_records_is_what_the_reader_validates(folder: Path) -> None:
+    # The capture side keeps its own plain record (no pydantic in the proxy's worker); the
+    # reader's model (schema 1.3) must accept it field for field, and reject a field it lacks.
+    retention = Retention(max_bytes=1, max_age_s=60)
+    deleted = prune(folder, retention)
+    policy = {**retention.policy(), "deleted": [d.record() for d in deleted]}
+    model = RetentionPolicy.model_validate(policy)
+    assert [d.model_dump() for d in model.deleted] == [d.record() for d in deleted]
+    with pytest.raises(ValidationError):
+        RetentionDeleted.model_validate({**deleted[0].record(), "extra": 1})
