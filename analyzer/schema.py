@@ -20,23 +20,34 @@ from collections.abc import Mapping
 import polars as pl
 
 __all__ = [
+    "AFTER_CURSOR",
     "CURSOR_STATUS",
     "DIRECTION",
     "END_HOW",
+    "EVENT_DATES",
     "EXCHANGES",
+    "ID_COUNTERS",
     "INCARNATIONS",
     "INT32_END",
     "INT64_END",
     "MESSAGES",
     "OUTCOME",
     "PAYLOADS",
+    "PLACEMENT",
+    "PROGRESS",
     "RAW_EVENTS",
     "RAW_FLOWS",
     "RAW_MESSAGES",
     "RAW_TABLES",
     "RAW_TOOLS",
+    "RECURRING_EVENTS",
+    "REPLAY_MESSAGES",
+    "RESUMED_EVENTS",
+    "RESUMED_PROGRESS",
+    "RESUMES_AT_CURSOR",
     "RESUMPTIONS",
     "RPC_KIND",
+    "RPC_MESSAGES",
     "SESSIONS",
     "SESSION_END",
     "SESSION_KIND",
@@ -491,6 +502,95 @@ SESSIONS = pl.Schema(
         "streams": _I64,
     }
 )
+
+
+# ----------------------------------------------------------------------------------------------
+# Derived frames (subsets of the frames above, collected once by `build_timeline`)
+# ----------------------------------------------------------------------------------------------
+
+
+def _pick(base: pl.Schema, names: str, **added: pl.DataType) -> pl.Schema:
+    """The columns `names` (space-separated, in this order): those of `added` with their own
+    dtype, the others with `base`'s."""
+    return pl.Schema({n: added[n] if n in added else base[n] for n in names.split()})
+
+
+EVENT_DATES = pl.Schema({"flow_id": _STR, "ordinal": _I32, "dated_ts": TS})
+"""The wire time given to each event of an input without per-event times (DESIGN.md §2)."""
+PLACEMENT = _pick(
+    INCARNATIONS,
+    "flow_id session_id stream_id incarnation base_events base_payload_events",
+    base_payload_events=_I64,
+)
+"""Each flow's session, stream and incarnation, and the events its stream carried before it."""
+RPC_MESSAGES = _pick(
+    MESSAGES,
+    "session_id stream_id flow_id incarnation ts seq direction kind rpc_id method tool_name"
+    " arguments_hash mrtr_params input_required is_error cancel_id source event_id payload_hash"
+    " answers answered",
+    answers=_STR,
+    answered=_BOOL,
+)
+"""The requests, responses, errors and cancellations of MESSAGES, each answer linked to the
+flow of the request it answers (`answers`)."""
+RECURRING_EVENTS = _pick(
+    SSE_EVENTS,
+    "session_id stream_id flow_id incarnation ts seq ordinal event_id event payload_hash",
+)
+"""The events whose id recurs in their session."""
+RESUMED_EVENTS = _pick(
+    SSE_EVENTS,
+    "stream_id flow_id ts incarnation ordinal stream_pos event_id id_only payload_hash event"
+    " data_hash",
+)
+"""The events of the streams a resume continued."""
+REPLAY_MESSAGES = _pick(
+    MESSAGES,
+    "session_id stream_id flow_id ts seq incarnation ordinal event_id direction payload_hash"
+    " data_hash progress_token progress",
+)
+"""The messages the recurring and resumed events carried."""
+ID_COUNTERS = pl.Schema(
+    {"stream_id": _STR, "incarnation": _I32, "prefix": _STR, "lo": _I64, "hi": _I64, "n": _I64}
+)
+"""Per stream, incarnation and id prefix, the lowest, highest and count of its counter ids."""
+RESUMES_AT_CURSOR = _pick(
+    RESUMPTIONS,
+    "stream_id cursor cursor_flow_id r_flow r_ts r_inc answer_status cursor_replica"
+    " answer_replica response_owed answer_end_how c_pos",
+    r_flow=_STR,
+    r_ts=TS,
+    r_inc=_I32,
+    c_pos=_I64,
+)
+"""The resumes that became an incarnation of their own stream, placed at their cursor."""
+AFTER_CURSOR = _pick(
+    pl.Schema({**RESUMES_AT_CURSOR, **RESUMED_EVENTS}),
+    " ".join(RESUMES_AT_CURSOR)
+    + " ts incarnation stream_pos event_id payload_hash id_last_inc id_last_ts payload_last_inc"
+    " payload_last_ts",
+    id_last_inc=_I32,
+    id_last_ts=TS,
+    payload_last_inc=_I32,
+    payload_last_ts=TS,
+)
+"""What the resumed streams carried after each resume's cursor, with where each id and payload
+was last seen before."""
+RESUMED_PROGRESS = _pick(
+    REPLAY_MESSAGES,
+    "stream_id incarnation stream_pos ts event_id data_hash progress_token progress",
+    stream_pos=_I64,
+)
+"""The progress notifications on the resumed streams, by stream, token and position."""
+PROGRESS = _pick(
+    RESUMED_PROGRESS,
+    "stream_id incarnation stream_pos ts event_id data_hash token p gid",
+    token=_STR,
+    p=pl.Float64(),
+    gid=pl.UInt32(),
+)
+"""`RESUMED_PROGRESS` with each (stream, token) numbered in that order (`gid`), `token` the
+progress token and `p` its value (`analyzer.timeline.progress`)."""
 
 TIMELINE_FRAMES: Mapping[str, pl.Schema] = {
     "exchanges": EXCHANGES,
