@@ -95,7 +95,10 @@ NORMALIZING_CODE: Final = (
     "jsonrpc.py",
     "normalize.py",
     "records.py",
-    "schema.py",
+    "schema/__init__.py",
+    "schema/dtypes.py",
+    "schema/tables.py",
+    "schema/timeline.py",
     "sse.py",
 )
 """The modules (under `analyzer/`) whose code decides what an input's normalized tables hold:

@@ -52,7 +52,7 @@ COMPRESSION: Final = "uncompressed"  # as `analyzer.timeline.kept` writes its sp
 _MANIFEST: Final = "manifest.json"
 _PREFIX: Final = "timeline-"
 # The code that builds the stored frames, under `analyzer/`: its source is in the key.
-_BUILDING_CODE: Final = ("schema.py", "inputs.py", "analysis.py", "ingest/__init__.py")
+_BUILDING_CODE: Final = ("inputs.py", "analysis.py", "ingest/__init__.py")
 
 
 @cache
@@ -60,7 +60,8 @@ def _code_key() -> str:
     """A hash of the code that builds the frames (read once a process)."""
     root = Path(__file__).parents[1]
     digest = hashlib.sha256(f"{pl.__version__} {SET_FORMAT}".encode())
-    sources = [*sorted((root / "timeline").glob("*.py")), *(root / n for n in _BUILDING_CODE)]
+    packages = [*sorted((root / "timeline").glob("*.py")), *sorted((root / "schema").glob("*.py"))]
+    sources = [*packages, *(root / n for n in _BUILDING_CODE)]
     for source in sources:
         digest.update(source.relative_to(root).as_posix().encode())
         digest.update(source.read_bytes())
