@@ -53,9 +53,38 @@ def read_timeline(
 ) -> Timeline:
     """Read the inputs (through the Parquet cache) and build their timeline (`spill_dir`: see
     `build_timeline`). With the cache, the collected frames of the timeline are read from it
-    when an earlier analysis of the same inputs stored them, and stored otherwise.
-    `on_progress` is told how far each parse is, `on_step` when the timeline is built rather
-    than read from the cache. Unreadable input raises `IngestError`."""
+    when an earlier analysis of the same inputs stored them, and stored otherwise; a cache that
+    fails to read is read around (`analyzer.cache.read_through`). `on_progress` is told how far
+    each parse is, `on_step` when the timeline is built rather than read from the cache.
+    Unreadable input raises `IngestError`."""
+
+    def load(use_cache: bool) -> Timeline:
+        return _timeline(
+            paths,
+            replica_header=replica_header,
+            client_header=client_header,
+            cache=use_cache,
+            workers=workers,
+            on_progress=on_progress,
+            on_step=on_step,
+            spill_dir=spill_dir,
+        )
+
+    return read_through(load, use_cache=cache)
+
+
+def _timeline(
+    paths: Sequence[str | Path],
+    *,
+    replica_header: str | None,
+    client_header: str | None,
+    cache: bool,
+    workers: int | None,
+    on_progress: Callable[[str, int, int], None] | None,
+    on_step: Callable[[str], None] | None,
+    spill_dir: Path | None,
+) -> Timeline:
+    """`read_timeline` without its retries."""
     ingested = read_inputs(
         paths,
         replica_header=replica_header,
@@ -95,21 +124,16 @@ def load_timeline(
     on_step: Callable[[str], None] | None = None,
     spill_dir: Path | None = None,
 ) -> Timeline:
-    """`read_timeline` for a command: a cache that fails to read is read around
-    (`analyzer.cache.read_through`); unreadable input is a UsageError (exit 2)."""
-
-    def load(cache: bool) -> Timeline:
+    """`read_timeline` for a command: unreadable input is a UsageError (exit 2)."""
+    try:
         return read_timeline(
             paths,
             replica_header=replica_header,
             client_header=client_header,
-            cache=cache,
+            cache=use_cache,
             on_progress=on_progress,
             on_step=on_step,
             spill_dir=spill_dir,
         )
-
-    try:
-        return read_through(load, use_cache=use_cache)
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(one_line(e)) from None

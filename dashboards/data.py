@@ -25,7 +25,6 @@ import polars as pl
 import streamlit as st
 
 from analyzer.analysis import read_timeline
-from analyzer.cache import read_through
 from analyzer.ingest import input_kind
 from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import Timeline
@@ -88,14 +87,11 @@ def _timeline(source: Source, sig: Signature) -> Timeline:
     del sig  # the cache key only: read_timeline re-checks sizes and mtimes itself
     # Through the cache as `seamwatch analyze` reads it: a damaged entry is parsed again.
     options = analysis_options()
-    return read_through(
-        lambda cache: read_timeline(
-            list(source),
-            replica_header=options.get("replica_header"),
-            client_header=options.get("client_header"),
-            cache=cache,
-        ),
-        use_cache=options.get("no_cache") != "true",
+    return read_timeline(
+        list(source),
+        replica_header=options.get("replica_header"),
+        client_header=options.get("client_header"),
+        cache=options.get("no_cache") != "true",
     )
 
 
