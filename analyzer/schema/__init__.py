@@ -13,101 +13,22 @@ Key columns come first, always in the order `session_id, stream_id, ts, seq` whe
 record (ordering within one capture run; `input` tells which input it came from).
 
 The dtypes they share are in `dtypes`, the normalized tables in `tables`, the timeline frames
-(derived ones too) in `timeline`; all are named here.
+(derived ones too) in `timeline`: each module's `__all__` is named here too.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from analyzer.schema.dtypes import (
-    CURSOR_STATUS,
-    DIRECTION,
-    END_HOW,
-    INT32_END,
-    INT64_END,
-    OUTCOME,
-    RPC_KIND,
-    SESSION_END,
-    SESSION_KIND,
-    SOURCE,
-    STREAM_KIND,
-    TS,
-)
-from analyzer.schema.tables import (
-    PAYLOADS,
-    RAW_EVENTS,
-    RAW_FLOWS,
-    RAW_MESSAGES,
-    RAW_TABLES,
-    RAW_TOOLS,
-)
-from analyzer.schema.timeline import (
-    AFTER_CURSOR,
-    EVENT_DATES,
-    EXCHANGES,
-    ID_COUNTERS,
-    INCARNATIONS,
-    MESSAGES,
-    PLACEMENT,
-    PROGRESS,
-    RECURRING_EVENTS,
-    REPLAY_MESSAGES,
-    RESUMED_EVENTS,
-    RESUMED_PROGRESS,
-    RESUMES_AT_CURSOR,
-    RESUMPTIONS,
-    RPC_MESSAGES,
-    SESSIONS,
-    SSE_EVENTS,
-    STREAMS,
-    TIMELINE_FRAMES,
-    TOOL_CALLS,
-)
+from analyzer.schema import dtypes, tables, timeline
+from analyzer.schema.dtypes import *  # noqa: F403  (every name of `__all__` below)
+from analyzer.schema.tables import *  # noqa: F403
+from analyzer.schema.timeline import *  # noqa: F403
 
-__all__ = [
-    "AFTER_CURSOR",
-    "CURSOR_STATUS",
-    "DIRECTION",
-    "END_HOW",
-    "EVENT_DATES",
-    "EXCHANGES",
-    "ID_COUNTERS",
-    "INCARNATIONS",
-    "INT32_END",
-    "INT64_END",
-    "MESSAGES",
-    "OUTCOME",
-    "PAYLOADS",
-    "PLACEMENT",
-    "PROGRESS",
-    "RAW_EVENTS",
-    "RAW_FLOWS",
-    "RAW_MESSAGES",
-    "RAW_TABLES",
-    "RAW_TOOLS",
-    "RECURRING_EVENTS",
-    "REPLAY_MESSAGES",
-    "RESUMED_EVENTS",
-    "RESUMED_PROGRESS",
-    "RESUMES_AT_CURSOR",
-    "RESUMPTIONS",
-    "RPC_KIND",
-    "RPC_MESSAGES",
-    "SESSIONS",
-    "SESSION_END",
-    "SESSION_KIND",
-    "SOURCE",
-    "SSE_EVENTS",
-    "STREAMS",
-    "STREAM_KIND",
-    "TIMELINE_FRAMES",
-    "TOOL_CALLS",
-    "TS",
-    "SchemaMismatch",
-    "assert_schema",
-    "empty",
-]
+__all__ = ["SchemaMismatch", "assert_schema", "empty"]
+__all__ += dtypes.__all__
+__all__ += tables.__all__
+__all__ += timeline.__all__
 
 
 class SchemaMismatch(AssertionError):

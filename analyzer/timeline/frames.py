@@ -4,8 +4,10 @@
 `Timeline` has one field per frame `on_timeline` (a test holds them equal); what the cache
 stores is every frame `stored`; `Kept` applies the one spill policy to each.
 
-To add a frame: its schema in `analyzer.schema`, a row here, a `Timeline` field if detectors
-read it, and one `kept.keep(...)` line in `build_timeline` calling its stage.
+To add a frame: its stage (a `LazyFrame -> LazyFrame` function in this package), its schema in
+`analyzer.schema.timeline` (and that module's `__all__`), a row here, a `Timeline` field if
+detectors read it, and one `kept.keep(...)` line in `build_timeline` calling its stage. The
+cache stores it, the spill policy applies, and a test checks its schema, with no other edit.
 """
 
 from __future__ import annotations
