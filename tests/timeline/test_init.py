@@ -29,7 +29,7 @@ from analyzer.timeline.cursors import (
     carried_after_cursor,
     resumed_at_cursor,
 )
-from analyzer.timeline.frames import FRAMES, ON_TIMELINE
+from analyzer.timeline.frames import FRAMES, ON_TIMELINE, STORED
 from analyzer.timeline.replays import (
     ISSUED,
     RECURRING_EVENT_COLUMNS,
@@ -271,3 +271,27 @@ def test_after_cursor_latest_deliveries_are_those_of_every_event(
             assert same.height >= 1  # the row's own event at least
             assert row[f"{prefix}_last_inc"] == same["incarnation"].max()
             assert row[f"{prefix}_last_ts"] == same["ts"].max()
+
+
+class Frames:
+    """A store that keeps every frame `build_timeline` collects (as the cache would store it)."""
+
+    def __init__(self) -> None:
+        self.got: dict[str, pl.DataFrame] = {}
+
+    def put(self, name: str, frame: pl.DataFrame) -> pathlib.Path | None:
+        self.got[name] = frame
+        return None
+
+    def put_file(self, name: str, source: pathlib.Path, rows: int) -> None:
+        self.got[name] = pl.read_parquet(source)
+
+
+@pytest.mark.parametrize("records", [[], traffic.capture_records()], ids=["empty", "traffic"])
+def test_every_collected_frame_is_stored_with_its_declared_schema(records: list[Any]) -> None:
+    store = Frames()
+    build_timeline(RawTables.from_frames(normalize_records(records)), store=store)
+    assert list(store.got) == list(STORED)  # in the declared order
+    for frame in FRAMES:
+        if frame.name in store.got:
+            S.assert_schema(store.got[frame.name], frame.schema)
