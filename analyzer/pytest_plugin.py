@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
+
+from analyzer.pytest_proxy import ProxyFailed, ProxyProcess, launch
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,9 +39,6 @@ __all__ = ["Settings", "TestSpan", "attribute"]
 
 PLUGIN_NAME: Final = "seamwatch-session"
 DEFAULT_OUT: Final = "seamwatch-out"
-#: How long the proxy may take to listen before the session fails (it never hangs).
-START_TIMEOUT_S: Final = 30.0
-STOP_TIMEOUT_S: Final = 15.0
 #: Report format -> file name in the out folder.
 REPORT_FILES: Final = {
     "json": "seamwatch.json",
@@ -225,7 +220,7 @@ def seamwatch_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
         )
     try:
         url = session.start_proxy()
-    except _ProxyFailed as e:
+    except ProxyFailed as e:
         reason = f"seamwatch: the proxy did not start: {e}"
     else:
         yield url
@@ -237,33 +232,6 @@ def seamwatch_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
     pytest.fail(reason, pytrace=False)
 
 
-class _ProxyFailed(Exception):
-    """The proxy exited or did not listen in time; the message is one line for the user."""
-
-
-@dataclass
-class _Proxy:
-    """A `seamwatch proxy` process this session started, with its log file."""
-
-    process: subprocess.Popen[bytes]
-    url: str
-    log: IO[bytes]
-    log_path: Path
-
-    def stop(self) -> int:
-        """SIGTERM (a clean stop closes the capture), then SIGKILL after a bound; its exit
-        code (1: the proxy says its capture is incomplete)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_TIMEOUT_S)
-        self.log.close()
-        return int(self.process.returncode)
-
-
 @dataclass
 class SeamwatchSession:
     """The plugin's state in one pytest process (the whole run, or one xdist worker)."""
@@ -271,7 +239,7 @@ class SeamwatchSession:
     settings: Settings
     worker: str | None
     spans: list[TestSpan] = field(default_factory=list)
-    proxy: _Proxy | None = None
+    proxy: ProxyProcess | None = None
     proxy_exit: int | None = None
     #: what the terminal summary prints (filled at session end by the process that analyzes)
     lines: list[str] = field(default_factory=list)
@@ -288,38 +256,17 @@ class SeamwatchSession:
         return self.worker or "main"
 
     def start_proxy(self) -> str:
-        """Start the proxy (once) and return its URL; _ProxyFailed when it cannot start."""
+        """Start the proxy (once) and return its URL; ProxyFailed when it cannot start."""
         if self.proxy is None:
-            self.proxy = self._launch()
-        return self.proxy.url
-
-    def _launch(self) -> _Proxy:
-        self.settings.out.mkdir(parents=True, exist_ok=True)
-        log_path = self.settings.out / f"proxy-{self._tag}.log"
-        reason = "no attempt"
-        # A port found free may be taken before the proxy binds it: try another then.
-        for _ in range(3):
-            port = _free_port()
-            argv = [sys.executable, "-m", "analyzer.cli", "proxy"]
-            argv += ["--upstream", self.settings.upstream, "--listen", f"127.0.0.1:{port}"]
-            argv += ["--out", str(self.capture)]
-            if self.settings.replica_header:
-                argv += ["--replica-header", self.settings.replica_header]
-            log = log_path.open("ab")
-            process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log
+            self.settings.out.mkdir(parents=True, exist_ok=True)
+            log_path = self.settings.out / f"proxy-{self._tag}.log"
+            self.proxy = launch(
+                self.settings.upstream,
+                self.capture,
+                log_path,
+                replica_header=self.settings.replica_header,
             )
-            proxy = _Proxy(process, f"http://127.0.0.1:{port}", log, log_path)
-            try:
-                _wait_listening(proxy, port)
-            except _ProxyFailed as e:
-                proxy.stop()
-                reason = str(e)
-                if "address in use" in reason:
-                    continue
-                raise
-            return proxy
-        raise _ProxyFailed(reason)
+        return self.proxy.url
 
     def stop_proxy(self) -> None:
         if self.proxy is not None and self.proxy_exit is None:
@@ -492,37 +439,6 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(proxy: _Proxy, port: int) -> None:
-    """Return once the proxy accepts connections (it opens its capture first); _ProxyFailed
-    with the proxy's own last line when it exits, or after START_TIMEOUT_S."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proxy.process.poll() is not None:
-            raise _ProxyFailed(_last_line(proxy.log_path) or f"exit {proxy.process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise _ProxyFailed(f"it did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s")
-
-
-def _last_line(path: Path) -> str:
-    """The last non-empty line of the proxy's log (where it says why it stopped)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 def _one_line(error: BaseException) -> str:

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from analyzer.analysis import read_timeline
 from analyzer.detectors import ANALYSIS_ERROR, DETECTORS, run_detectors
-from analyzer.timeline import load_timeline
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     times: dict[str, list[float]] = {d.id: [] for d in chosen}
     with tempfile.TemporaryDirectory(prefix="seamwatch-bench-") as spill:
         start = time.perf_counter()
-        timeline = load_timeline([args.capture], spill_dir=Path(spill))
+        timeline = read_timeline([args.capture], spill_dir=Path(spill))
         loaded = time.perf_counter() - start
         for _ in range(max(1, args.rounds)):
             for det in chosen:

@@ -12,7 +12,7 @@ The capture is copied to `--work` with its last records held back and its last f
             timeline rebuilt (what one Live refresh costs now);
 - collects: what the Live page then reads: the SSE events counted, the latest exchanges, and
             one detector (`--detector`, default duplicate-event-id) run on the tail's timeline;
-- reread:   `load_timeline` of the same files, its Parquet cache missing (what a refresh cost
+- reread:   `read_timeline` of the same files, its Parquet cache missing (what a refresh cost
             before: the whole input parsed again, both cores when it is large).
 
 Memory: `rss_after_first_mb` and `peak_rss_tail_mb` are the process's peak RSS after the first
@@ -91,9 +91,9 @@ def main() -> None:
 
     import polars as pl
 
+    from analyzer.analysis import read_timeline
     from analyzer.detectors import DETECTORS, run_detectors
     from analyzer.ingest.tail import CaptureTail
-    from analyzer.timeline import load_timeline
 
     partial, rest = _prepare(args.capture, args.work, args.new)
     out: dict[str, object] = {"bytes": sum(f.stat().st_size for f in args.work.glob("*.jsonl*"))}
@@ -138,7 +138,7 @@ def main() -> None:
     out["tail_folder_mb"] = _folder_mb(getattr(tail, "folder", None))  # None: rows in memory
 
     start = time.perf_counter()
-    full = load_timeline([args.work], cache=False)
+    full = read_timeline([args.work], cache=False)
     out["reread_ms"] = _ms(time.perf_counter() - start)
     assert full.sse_events.select(pl.len()).collect().item() == events
     out["events"] = events

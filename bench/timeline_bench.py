@@ -14,13 +14,13 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
             explicit schema, their SSE text split into events, `id` and `data` taken, each data's
             method, id and progress token read by JSON path and its bytes hashed, written to
             Parquet; no damage checks, no per-record lane, no canonical hash, no other table;
-- cached:   load_timeline from the cache (its first run after the parse builds the timeline's
-            collected frames and stores them, `analyzer.timeline.stored`) + a per-session pass
+- cached:   read_timeline from the cache (its first run after the parse builds the timeline's
+            collected frames and stores them, `analyzer.cache.frames`) + a per-session pass
             over sse_events and messages on the streaming engine, as a detector does (not
             collecting those record-level frames whole);
 - analyze-built: read_inputs + build_timeline (the timeline built, as a first analysis after a
             parse does) + every detector + the report's counts (not the rendering of the report);
-- analyze:  what a later `seamwatch analyze` of the same capture does: load_timeline (reads the
+- analyze:  what a later `seamwatch analyze` of the same capture does: read_timeline (reads the
             stored timeline frames) + every detector + the report's counts;
 - cli:      `seamwatch analyze CAPTURE --format json` of the cached capture, as a user runs it: a
             process of its own (interpreter start, imports, the report written to /dev/null);
@@ -97,8 +97,9 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
     itself is made when called, after the clock has stopped)."""
     import polars as pl
 
+    from analyzer.analysis import raw_tables, read_timeline
     from analyzer.ingest import read_inputs
-    from analyzer.timeline import RawTables, build_timeline, load_timeline
+    from analyzer.timeline import build_timeline
 
     if name == "decode":
         from concurrent.futures import ProcessPoolExecutor
@@ -156,7 +157,7 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
         events = ingested.scan("events").select(pl.len()).collect().item()
         return lambda: events
     if name == "cached":
-        timeline = load_timeline([path], spill_dir=spill)
+        timeline = read_timeline([path], spill_dir=spill)
         assert timeline.inputs[0].cached, "run the parse phase first"
         per_session = [
             timeline.sse_events.group_by("session_id", "stream_id").agg(
@@ -171,10 +172,10 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
         from analyzer.report.run import build_report
 
         if name == "analyze":
-            timeline = load_timeline([path], spill_dir=spill)
+            timeline = read_timeline([path], spill_dir=spill)
         else:
             ingested = read_inputs([path])
-            raw = RawTables.from_ingested(ingested)
+            raw = raw_tables(ingested)
             timeline = build_timeline(raw, ingested.inputs, spill_dir=spill)
         assert timeline.inputs[0].cached, "run the parse phase first"
         findings = run_detectors(timeline)

@@ -8,7 +8,7 @@ entry cheap when another process already parsed that state. The Live page instea
 capture with one `analyzer.ingest.tail.CaptureTail` per path, which reads only the bytes
 appended since the previous refresh (`live_state` and the `live_*` loaders). Each cache has a bound
 (`max_entries`). Loaders return plain Polars frames and small dataclasses; the analysis is the
-analyzer's (`load_timeline`, `run_detectors`), its selection for display `dashboards.queries`'
+analyzer's (`read_timeline`, `run_detectors`), its selection for display `dashboards.queries`'
 (streamlit-free): here it is only cached.
 """
 
@@ -24,10 +24,10 @@ from pathlib import Path
 import polars as pl
 import streamlit as st
 
-from analyzer.cache import read_through
+from analyzer.analysis import read_timeline
 from analyzer.ingest import input_kind
 from analyzer.ingest.tail import CaptureTail
-from analyzer.timeline import Timeline, load_timeline
+from analyzer.timeline import Timeline
 from dashboards.launch import OPTIONS_ENV, SOURCE_ENV, decode_options, decode_source
 from dashboards.queries import (
     LOSS_KEYS,
@@ -84,17 +84,14 @@ def analysis_options() -> dict[str, str]:
 @st.cache_resource(max_entries=2, show_spinner="Reading the capture…")
 def _timeline(source: Source, sig: Signature) -> Timeline:
     """The analyzer's timeline of this state of the input (lazy scans of its Parquet cache)."""
-    del sig  # the cache key only: load_timeline re-checks sizes and mtimes itself
+    del sig  # the cache key only: read_timeline re-checks sizes and mtimes itself
     # Through the cache as `seamwatch analyze` reads it: a damaged entry is parsed again.
     options = analysis_options()
-    return read_through(
-        lambda cache: load_timeline(
-            list(source),
-            replica_header=options.get("replica_header"),
-            client_header=options.get("client_header"),
-            cache=cache,
-        ),
-        use_cache=options.get("no_cache") != "true",
+    return read_timeline(
+        list(source),
+        replica_header=options.get("replica_header"),
+        client_header=options.get("client_header"),
+        cache=options.get("no_cache") != "true",
     )
 
 

@@ -60,10 +60,10 @@ class Row:
 
 def analyze(capture_dir: Path) -> list[dict[str, Any]]:
     """The findings of every registered detector on one capture, as rows (dicts)."""
+    from analyzer.analysis import read_timeline
     from analyzer.detectors import run_detectors
-    from analyzer.timeline import load_timeline
 
-    return run_detectors(load_timeline([capture_dir])).to_dicts()
+    return run_detectors(read_timeline([capture_dir])).to_dicts()
 
 
 def render(rows: Sequence[Row], out: TextIO, *, terminal: bool | None = None) -> None:

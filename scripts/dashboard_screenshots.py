@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from analyzer.analysis import read_timeline  # noqa: E402
 from analyzer.detectors import run_detectors  # noqa: E402
-from analyzer.timeline import load_timeline  # noqa: E402
 from tests.support import browser  # noqa: E402
 
 WIDTH = 1400
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     capture = Path(argv[0])  # as given: the page shows it, so keep machine paths out of docs
     out_dir = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
     out_dir.mkdir(parents=True, exist_ok=True)
-    found = run_detectors(load_timeline([capture]))
+    found = run_detectors(read_timeline([capture]))
     by_detector = {row["detector"]: row["fingerprint"] for row in found.iter_rows(named=True)}
     with (
         browser.dashboard(capture, log=out_dir / ".dashboard.log") as url,

@@ -44,7 +44,6 @@ from analyzer.timeline.keys import SESSIONLESS
 from analyzer.timeline.progress import (
     first_of_incarnation,
     needing_total,
-    progress_groups,
     settled_steps,
     token_steps,
 )
@@ -129,7 +128,7 @@ def _skipped(
     (a resume whose per-stream counter ids went on at cursor + 1, `contiguous`, lost nothing)."""
     # The progress of the resumed streams in order of stream, token and position: the
     # increments, the as-of join and each incarnation's first value below read that order.
-    progress = tl.resumed_progress.pipe(progress_groups).cache()  # read three times: once
+    progress = tl.progress.cache()  # read three times: once
     step = _steps(tl, progress).cache()  # read by `last_before` and `jumps`: computed once
     # Each resume meets its stream's progress twice: the client's last progress before the
     # cursor, per token with a step (an as-of join on the position: joining every resume to

@@ -8,10 +8,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyzer.inputs import InputReport
 from analyzer.normalize import NormalizedFrames, Normalizer
 
 __all__ = [
@@ -159,29 +159,6 @@ def describe_counts(counts: Mapping[str, int]) -> tuple[str, ...]:
         if counts[key]:
             out.append(f"{counts[key]} {key.replace('_', ' ')}")
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class InputReport:
-    """What reading one input gave: the `inputs[]` entry of the JSON report (DESIGN.md §6)."""
-
-    path: str
-    kind: str  # capture | mitm | har
-    records: int  # records read (synthesized ones for dumps and HAR)
-    skipped: int  # lines or entries skipped
-    counts: Mapping[str, int] = field(default_factory=dict)  # DAMAGE key -> count
-    warnings: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    cached: bool = False  # read from the Parquet cache
-
-    def as_json(self) -> dict[str, object]:
-        """The report's `inputs[]` object."""
-        return {
-            "path": self.path,
-            "records": self.records,
-            "skipped": self.skipped,
-            "warnings": list(self.warnings),
-        }
 
 
 class PartWriter:

@@ -13,7 +13,7 @@ A Timeline handed out keeps the part files it scans (and its spill folder) until
 collected, even after later polls compacted or dropped them, a restart, or `close()`: the folder
 is removed once neither the tail nor any of its Timelines needs it, and at interpreter exit.
 
-The contract: after every poll, `timeline()` equals what `load_timeline` builds from the same
+The contract: after every poll, `timeline()` equals what `read_timeline` builds from the same
 files (tests/ingest/test_tail.py checks it frame by frame). A torn last line is not read until
 its line end arrives; meanwhile it is counted as a full read would count it. When the files
 change in a way appending cannot explain (a file shrinks, vanishes, is replaced, gains bytes
@@ -552,7 +552,7 @@ class CaptureTail:
         return NormalizedFrames(**tables)
 
     def _raw(self) -> RawTables:
-        """Scans of the parts written so far (as `RawTables.from_ingested` scans a cache
+        """Scans of the parts written so far (as `analysis.raw_tables` scans a cache
         entry), the open flows' rows added to the flows."""
         scans: dict[str, pl.LazyFrame] = {}
         for table, schema in S.RAW_TABLES.items():

@@ -16,8 +16,8 @@ from mitmproxy.net import server_spec
 from prometheus_client.parser import text_string_to_metric_families
 
 from addons.proxy import CAPTURE_ADDON, mitmdump_args
+from analyzer.analysis import read_timeline
 from analyzer.cli import build_parser, main
-from analyzer.timeline import load_timeline
 from tests.support.disk import small_disk
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, run_proxy, wait_port
@@ -515,7 +515,7 @@ def test_a_forward_proxys_capture_of_two_servers_is_each_origins_own_sessions(
     assert code == 0, report["findings"]
     assert report["summary"]["sessions"] == 2
     assert report["summary"]["origins"] == {first: 1, second: 1}
-    sessions = load_timeline([out], cache=False).sessions.collect()
+    sessions = read_timeline([out], cache=False).sessions.collect()
     keys = set()
     for origin in (first, second):
         (row,) = sessions.filter(pl.col("origin") == origin).iter_rows(named=True)

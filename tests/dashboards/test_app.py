@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
-from analyzer.timeline import load_timeline
 from dashboards import data
 from tests.dashboards.conftest import make_app
 from tests.support.planted import ACTING, SPOOF_ID, spoofing_capture
@@ -30,7 +30,7 @@ LIVE_PAGE = "app_pages/live.py"
 
 
 def analyzer_findings(path: Path) -> pl.DataFrame:
-    return run_detectors(load_timeline([path]))
+    return run_detectors(read_timeline([path]))
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -387,7 +387,7 @@ def test_several_inputs_are_shown_merged(
     other = spoofing_capture(tmp_path / "other")
     at = run_page(make_app(monkeypatch, lab_capture, other))
     no_exception(at)
-    merged = load_timeline([lab_capture, other])
+    merged = read_timeline([lab_capture, other])
     assert f"Input: {lab_capture} + {other} (2 inputs, merged)" in texts(at)
     assert metrics(at)["Records read"] == str(sum(r.records for r in merged.inputs))
     assert metrics(at)["Sessions"] == "2"  # one in each capture

@@ -93,10 +93,10 @@ def test_findings_and_timeline_render(
 ) -> None:
     from selenium.webdriver.common.by import By
 
+    from analyzer.analysis import read_timeline
     from analyzer.detectors import run_detectors
-    from analyzer.timeline import load_timeline
 
-    found = run_detectors(load_timeline([lab_capture]))
+    found = run_detectors(read_timeline([lab_capture]))
     assert found.height
 
     open_page(driver, lab_url, expect="Capture health")

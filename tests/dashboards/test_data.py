@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analyzer.timeline import load_timeline
+from analyzer.analysis import read_timeline
 from dashboards import data
 
 pytestmark = pytest.mark.usefixtures("fresh_caches")
@@ -48,7 +48,7 @@ def test_findings_are_the_analyzers(lab_capture: Path) -> None:
 
     source = (str(lab_capture),)
     got = data.findings(source, data.signature(source))
-    assert got.equals(run_detectors(load_timeline(list(source))))
+    assert got.equals(run_detectors(read_timeline(list(source))))
 
 
 def test_findings_follow_the_analysis_options(
@@ -65,7 +65,7 @@ def test_findings_follow_the_analysis_options(
     source = (str(lab_capture),)
     got = data.findings(source, data.signature(source))
     want = run_detectors(
-        load_timeline(list(source)),
+        read_timeline(list(source)),
         only=["repeated-tool-call", "lost-response"],
         config=load_config(config),
     )
@@ -95,7 +95,7 @@ def test_evidence_of_a_repeated_tool_call(lab_capture: Path) -> None:
 
     source = (str(lab_capture),)
     sig = data.signature(source)
-    timeline = load_timeline(list(source))
+    timeline = read_timeline(list(source))
     calls = timeline.tool_calls.sort("ts").collect()
     planted = findings_frame(
         [

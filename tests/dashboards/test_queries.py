@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analyzer.analysis import read_timeline
 from analyzer.ingest import UnreadableInput
-from analyzer.timeline import load_timeline
 from dashboards import queries
 from tests.support.records import Capture, req
 
@@ -36,7 +36,7 @@ def test_signature_of_an_empty_directory_is_an_ingest_error(tmp_path: Path) -> N
 
 
 def test_the_queries_take_a_timeline_and_need_no_page(lab_capture: Path) -> None:
-    timeline = load_timeline([lab_capture])
+    timeline = read_timeline([lab_capture])
     overview = queries.overview_of(timeline)
     assert (overview.records, overview.sessions, overview.streams, overview.events) == (
         48,

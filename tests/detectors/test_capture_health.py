@@ -162,9 +162,9 @@ def _tool_call_capture(folder: Path, depth: int) -> Path:
 def test_tool_call_arguments_too_deep_to_read_are_reported(
     tmp_path: Path, depth: int, titles: list[str], calls: int
 ) -> None:
-    from analyzer.timeline import load_timeline
+    from analyzer.analysis import read_timeline
 
-    tl = load_timeline([_tool_call_capture(tmp_path / "cap", depth)], cache=False)
+    tl = read_timeline([_tool_call_capture(tmp_path / "cap", depth)], cache=False)
     assert tl.tool_calls.collect().height == calls
     got = run(tl)
     assert got["title"].to_list() == titles

@@ -11,8 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analyzer.analysis import read_timeline
 from analyzer.ingest import UnreadableInput, input_kind, read_inputs
-from analyzer.timeline import RawTables, build_timeline, load_timeline
+from analyzer.timeline import RawTables, build_timeline
 from tests.support import traffic
 
 
@@ -126,7 +127,7 @@ _STRUCTURE = {
 
 
 def _structure(paths: list[Path]) -> dict[str, pl.DataFrame]:
-    timeline = load_timeline(paths, replica_header="x-served-by", cache=False)
+    timeline = read_timeline(paths, replica_header="x-served-by", cache=False)
     return {
         name: getattr(timeline, name).select(cols).collect() for name, cols in _STRUCTURE.items()
     }
@@ -147,7 +148,7 @@ def test_timeline_from_records_in_memory_equals_the_one_from_disk(tmp_path: Path
     from analyzer.normalize import normalize_records
 
     memory = build_timeline(RawTables.from_frames(normalize_records(traffic.capture_records())))
-    disk = load_timeline([_capture_dir(tmp_path)], cache=False)
+    disk = read_timeline([_capture_dir(tmp_path)], cache=False)
     for name in ("exchanges", "streams", "incarnations", "resumptions", "tool_calls", "sessions"):
         assert getattr(memory, name).collect().equals(getattr(disk, name).collect()), name
 

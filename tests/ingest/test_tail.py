@@ -1,7 +1,7 @@
 """analyzer.ingest.tail: a growing capture read incrementally equals a full read, poll by poll.
 
 The contract: after every poll, every timeline frame (and the input report's counts) equals what
-`load_timeline` builds from the same files. The captures grow here the way a proxy grows them:
+`read_timeline` builds from the same files. The captures grow here the way a proxy grows them:
 lines appended, a line torn mid-write then completed, a `.partial` file renamed on rotation and
 a new (first empty) one started.
 """
@@ -19,10 +19,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import read_timeline
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.tail import CaptureTail
 from analyzer.normalize import Normalizer
-from analyzer.timeline import Timeline, load_timeline
+from analyzer.timeline import Timeline
 from tests.support.origin import Origin, Script
 from tests.support.proxy import run_proxy
 from tests.support.records import Capture, event, req, res, sse
@@ -45,7 +46,7 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 def assert_same_as_full_read(tail: CaptureTail, path: Path) -> Timeline:
     """The tail's timeline and report equal a full read's, frame by frame."""
     mine = tail.timeline()
-    full = load_timeline([path], cache=False)
+    full = read_timeline([path], cache=False)
     for name, frame in full.frames().items():
         expected = frame.collect()
         got = mine.frames()[name].collect()
@@ -555,7 +556,7 @@ def test_the_rows_read_are_kept_as_parquet_in_a_private_folder(tmp_path: Path) -
     assert parts and all(p.stat().st_mode & 0o777 == 0o600 for p in parts)
     # Every event read is in the parts (nothing only in memory), as a full read has them.
     on_disk = pl.read_parquet(folder / "events-*.parquet")
-    full = load_timeline([tmp_path], cache=False)
+    full = read_timeline([tmp_path], cache=False)
     assert on_disk.height == full.sse_events.select(pl.len()).collect().item() == 7
     assert_same_as_full_read(tail, tmp_path)
     tail.close()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.timeline import load_timeline
+from analyzer.analysis import read_timeline
 from lab.framework import Expected
 from lab.verdict import judge
 from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
@@ -61,7 +61,7 @@ def test_no_finding_and_each_exchange_keeps_its_own_era(run: LabRun, tmp_path: P
     assert report["findings"] == []
     assert judge(Expected.from_json(run.expected), report["findings"]).ok
     assert report["summary"]["sessions"] == 2
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     rows = {
         row["flow_id"]: row
         for row in timeline.exchanges.select("flow_id", "session_id", "era").collect().to_dicts()

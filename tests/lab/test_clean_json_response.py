@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analyzer.timeline import load_timeline
+from analyzer.analysis import read_timeline
 from lab.framework import Expected
 from lab.verdict import judge
 from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
@@ -71,7 +71,7 @@ def test_no_finding_and_every_call_delivered_in_its_body(run: LabRun, tmp_path: 
     report = analyze_report(run, tmp_path / "report.json")
     assert report["findings"] == []
     assert judge(Expected.from_json(run.expected), report["findings"]).ok
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     calls = timeline.tool_calls.select("tool_name", "first_outcome", "stream_id").collect()
     assert calls["first_outcome"].to_list() == ["delivered"] * 4
     assert calls["stream_id"].null_count() == 4  # a JSON body carries no stream

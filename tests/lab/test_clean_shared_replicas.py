@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
-from analyzer.timeline import load_timeline
 from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -47,7 +47,7 @@ def test_each_resume_is_answered_by_the_other_replica_with_the_rest(run: LabRun)
 
 
 def test_no_finding_though_the_timeline_sees_the_replica_change(run: LabRun) -> None:
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     changed = timeline.resumptions.collect()["replica_changed"].to_list()
     assert changed == [True, True]  # the condition cross-replica-resume starts from
     assert run_detectors(timeline).is_empty()

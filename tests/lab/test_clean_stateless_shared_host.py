@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analyzer.timeline import load_timeline
+from analyzer.analysis import read_timeline
 from lab.framework import Expected
 from lab.verdict import judge
 from tests.support.lab_capture import LabRun, LabRuns, assert_well_formed
@@ -42,7 +42,7 @@ def test_no_finding_though_ids_recur_in_one_session_key(run: LabRun, tmp_path: P
     report = analyze_report(run, tmp_path / "report.json")
     assert report["findings"] == []
     assert judge(Expected.from_json(run.expected), report["findings"]).ok
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     later = timeline.exchanges.filter(pl.col("rpc_method") != "initialize")
     keyed = later.group_by("session_id", "rpc_id").agg(pl.len()).collect()
     # The second initialize starts the key both clients' later requests fall under.

@@ -11,21 +11,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-import analyzer.timeline
+import analyzer.analysis
 from analyzer import cli
 from analyzer.command import UsageError
 from analyzer.findings import Severity, empty_findings
 from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.report import run
-from analyzer.schema import EXCHANGES, SESSIONS, STREAMS, TIMELINE_FRAMES
-from analyzer.timeline import RPC_MESSAGE_COLUMNS
-from analyzer.timeline.counters import id_counters
-from analyzer.timeline.cursors import RESUME_COLUMNS, after_cursor, resumed_at_cursor
-from analyzer.timeline.replays import (
-    REPLAY_MESSAGE_COLUMNS,
-    RESUMED_EVENT_COLUMNS,
-    resumed_progress,
-)
+from analyzer.schema import EXCHANGES, SESSIONS, STREAMS
+from analyzer.timeline.frames import FRAMES
 from tests.support.records import Capture, req, res, timeline_of
 from tests.support.report_sample import ROWS, make_report
 
@@ -113,8 +106,7 @@ def fake_timeline(path: Path) -> Any:
         "input": 0,
         "end_how": "open_at_shutdown",
     }
-    empty = {name: frame(schema) for name, schema in TIMELINE_FRAMES.items()}
-    resumed = empty["sse_events"].select(RESUMED_EVENT_COLUMNS)
+    empty = {f.name: frame(f.schema) for f in FRAMES if f.on_timeline}
     return SimpleNamespace(
         **empty
         | dict(
@@ -122,24 +114,6 @@ def fake_timeline(path: Path) -> Any:
             exchanges=frame(EXCHANGES, flow),
             sessions=frame(SESSIONS, {"session_id": "mcp:s1"}),
             streams=frame(STREAMS, {"session_id": "mcp:s1", "stream_id": "f1"}),
-            rpc_messages=empty["messages"]
-            .select(RPC_MESSAGE_COLUMNS)
-            .with_columns(
-                pl.lit(None, pl.String).alias("answers"), pl.lit(None, pl.Boolean).alias("answered")
-            ),
-            recurring_events=empty["sse_events"],
-            resumed_events=resumed,
-            replay_messages=empty["messages"].select(REPLAY_MESSAGE_COLUMNS),
-            resumed_progress=resumed_progress(
-                empty["messages"], empty["resumptions"], empty["incarnations"]
-            ),
-            id_counters=id_counters(empty["sse_events"]),
-            resumes_at_cursor=resumed_at_cursor(empty["resumptions"], resumed, *RESUME_COLUMNS),
-            after_cursor=after_cursor(
-                resumed_at_cursor(empty["resumptions"], resumed, *RESUME_COLUMNS),
-                resumed,
-                empty["incarnations"],
-            ),
         )
     )
 
@@ -306,10 +280,10 @@ def test_unreadable_input_from_the_reader_exits_2(
     path = tmp_path / "cap.jsonl"
     path.write_text("", encoding="utf-8")
 
-    def load_timeline(paths: list[Path], **options: Any) -> Any:
+    def read_timeline(paths: list[Path], **options: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(analyzer.timeline, "load_timeline", load_timeline)
+    monkeypatch.setattr(analyzer.analysis, "read_timeline", read_timeline)
     assert analyze(str(path)) == 2
     out, err = capsys.readouterr()
     assert out == ""

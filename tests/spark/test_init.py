@@ -18,10 +18,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import read_timeline
 from analyzer.cli import main as seamwatch
 from analyzer.detectors import run_detectors
 from analyzer.spark import spark_findings
-from analyzer.timeline import load_timeline
 from lab.framework import run_scenario
 from lab.scenarios import SCENARIOS
 
@@ -40,7 +40,7 @@ SYNTH_OPTIONS = {
 
 def assert_same_analysis(paths: list[Path]) -> pl.DataFrame:
     """Both engines on `paths` (the cache filled by the first): equal findings, counts, inputs."""
-    timeline = load_timeline(paths)
+    timeline = read_timeline(paths)
     expected = run_detectors(timeline)
     result = spark_findings(paths)
     assert_frame_equal(result.findings, expected)

@@ -10,11 +10,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from analyzer import schema as S
+from analyzer.analysis import read_timeline
 from analyzer.detectors import CROSS_SESSION, PER_SESSION, run_detectors
 from analyzer.findings import FINDINGS_SCHEMA, finish_findings
 from analyzer.ingest import read_inputs
 from analyzer.spark import tasks
-from analyzer.timeline import load_timeline
 from tests.support.records import Capture, event, req, res, sse
 
 PER_SESSION_IDS = tuple(det.id for det in PER_SESSION)
@@ -90,7 +90,7 @@ def test_each_group_alone_gives_the_per_session_findings_of_the_whole(tmp_path: 
         findings_of(tasks.analyze_groups(group.to_arrow(), options, links=False))
         for group in rows.filter(pl.col("table") != "report").partition_by("group")
     ]
-    whole = run_detectors(load_timeline([path], cache=False), only=PER_SESSION_IDS)
+    whole = run_detectors(read_timeline([path], cache=False), only=PER_SESSION_IDS)
     assert not whole.filter(pl.col("detector") == "duplicate-event-id").is_empty()
     assert_frame_equal(finish_findings(pl.concat(parts)), whole)
 

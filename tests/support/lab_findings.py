@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from analyzer.analysis import read_timeline
 from analyzer.cli import main as seamwatch
 from analyzer.detectors import DETECTORS
-from analyzer.timeline import load_timeline
 from lab.framework import Expected
 from lab.verdict import Verdict, judge
 from tests.support.lab_capture import LabRun
@@ -44,7 +44,7 @@ def of(findings: list[dict[str, Any]], detector: str) -> list[dict[str, Any]]:
 def resumes_of(run: LabRun) -> list[dict[str, Any]]:
     """Each resume of the run's capture as the timeline resolved it: status, the stream its
     cursor names, the stream and incarnation its answer became, events owed after the cursor."""
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     columns = ("status", "stream_id", "answer_stream_id", "answer_incarnation", "events_after")
     return timeline.resumptions.select(columns).collect().to_dicts()
 
@@ -76,7 +76,7 @@ def assert_clean_in_one_anon_session(run: LabRun, report: Path) -> None:
     init = run.flows[0]
     client_ip = init.request["client"].rpartition(":")[0]
     key = f"anon:{client_ip}:{init.id}"
-    timeline = load_timeline([run.directory / "capture"], cache=False)
+    timeline = read_timeline([run.directory / "capture"], cache=False)
     sessions = timeline.sessions.select("session_id", "kind", "era", "init_flow_id").collect()
     assert sessions.to_dicts() == [
         {"session_id": key, "kind": "anon", "era": "2025-11-25", "init_flow_id": init.id}

@@ -30,10 +30,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import read_timeline
 from analyzer.record_models import Body
 from analyzer.schema import TIMELINE_FRAMES
 from analyzer.sse import decode_all
-from analyzer.timeline import Timeline, load_timeline
+from analyzer.timeline import Timeline
 
 GOLDENS = Path(__file__).parent / "goldens"
 SCENARIOS = (
@@ -50,7 +51,7 @@ def _canonical(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _timeline(scenario: str) -> Timeline:
-    return load_timeline([GOLDENS / scenario / "capture"], cache=False)
+    return read_timeline([GOLDENS / scenario / "capture"], cache=False)
 
 
 def regenerate(scenario: str) -> None:

@@ -1,9 +1,10 @@
-"""analyzer.timeline: the Timeline, its frames' schemas, lazy vs materialized builds."""
+"""analyzer.timeline: the Timeline of the declared frames, their schemas, spilled or not."""
 
 from __future__ import annotations
 
 import pathlib
 from collections import Counter
+from dataclasses import fields
 from typing import Any
 
 import polars as pl
@@ -11,6 +12,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from analyzer import schema as S
+from analyzer.analysis import read_timeline
 from analyzer.normalize import normalize_records
 from analyzer.timeline import (
     RPC_MESSAGE_COLUMNS,
@@ -18,7 +20,6 @@ from analyzer.timeline import (
     RawTables,
     Timeline,
     build_timeline,
-    load_timeline,
 )
 from analyzer.timeline.answers import ANSWER, CARRIER
 from analyzer.timeline.cursors import (
@@ -28,6 +29,7 @@ from analyzer.timeline.cursors import (
     carried_after_cursor,
     resumed_at_cursor,
 )
+from analyzer.timeline.frames import FRAMES, ON_TIMELINE, STORED
 from analyzer.timeline.replays import (
     ISSUED,
     RECURRING_EVENT_COLUMNS,
@@ -36,37 +38,58 @@ from analyzer.timeline.replays import (
 )
 from tests.support import traffic
 
+SPILL_ROWS = "analyzer.timeline.kept.SPILL_ROWS"
+
 
 @pytest.fixture(scope="module")
-def built() -> tuple[Timeline, Timeline]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Timeline, Timeline]:
+    """The timeline of the sample traffic with every frame in memory, and with every frame
+    that may spill in a Parquet file of a spill folder."""
     frames = normalize_records(traffic.capture_records())
-    lazy = build_timeline(RawTables.from_frames(frames), materialize=False)
-    eager = build_timeline(RawTables.from_frames(frames))
-    return lazy, eager
+    in_memory = build_timeline(RawTables.from_frames(frames))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SPILL_ROWS, 1)
+        spill_dir = tmp_path_factory.mktemp("spill")
+        spilled = build_timeline(RawTables.from_frames(frames), spill_dir=spill_dir)
+    return spilled, in_memory
 
 
-@pytest.mark.parametrize("name", sorted(S.TIMELINE_FRAMES))
-def test_every_frame_has_its_declared_schema(built: tuple[Timeline, Timeline], name: str) -> None:
+def test_the_timeline_has_a_field_for_each_declared_frame() -> None:
+    names = [f.name for f in fields(Timeline)]
+    assert sorted(set(names) - {"inputs", "payload_rows"}) == sorted(ON_TIMELINE)
+    assert len({f.name for f in FRAMES}) == len(FRAMES)
+
+
+@pytest.mark.parametrize("frame", [f for f in FRAMES if f.on_timeline], ids=lambda f: f.name)
+def test_every_frame_has_its_declared_schema(built: tuple[Timeline, Timeline], frame: Any) -> None:
     for timeline in built:
-        frame = timeline.frames()[name]
-        S.assert_schema(frame, S.TIMELINE_FRAMES[name])
-        S.assert_schema(frame.collect(), S.TIMELINE_FRAMES[name])
+        found = getattr(timeline, frame.name)
+        S.assert_schema(found, frame.schema)
+        S.assert_schema(found.collect(), frame.schema)
 
 
-@pytest.mark.parametrize("name", sorted(S.TIMELINE_FRAMES))
-def test_materializing_changes_no_value(built: tuple[Timeline, Timeline], name: str) -> None:
-    lazy, eager = built
-    a, b = lazy.frames()[name].collect(), eager.frames()[name].collect()
+@pytest.mark.parametrize("frame", [f for f in FRAMES if f.on_timeline], ids=lambda f: f.name)
+def test_spilling_changes_no_value(built: tuple[Timeline, Timeline], frame: Any) -> None:
+    spilled, in_memory = built
+    a = getattr(spilled, frame.name).collect()
+    b = getattr(in_memory, frame.name).collect()
+    # The scans join the records to their flows: their rows come in no set order.
     key = [c for c in a.columns if a.schema[c] != pl.List]
     assert a.sort(key, nulls_last=True).equals(b.sort(key, nulls_last=True))
 
 
+def test_the_design_frames_are_declared_with_their_schemas() -> None:
+    declared = {f.name: f.schema for f in FRAMES}
+    assert {n: declared.get(n) for n in S.TIMELINE_FRAMES} == dict(S.TIMELINE_FRAMES)
+
+
 def test_empty_input_gives_empty_frames_of_the_right_schema() -> None:
     timeline = build_timeline(RawTables.from_frames(normalize_records([])))
-    for name, frame in timeline.frames().items():
-        collected = frame.collect()
-        assert collected.height == 0, name
-        S.assert_schema(collected, S.TIMELINE_FRAMES[name])
+    for frame in FRAMES:
+        if frame.on_timeline:
+            collected = getattr(timeline, frame.name).collect()
+            assert collected.height == 0, frame.name
+            S.assert_schema(collected, frame.schema)
 
 
 def test_payload_text_by_hash(built: tuple[Timeline, Timeline]) -> None:
@@ -81,27 +104,32 @@ def test_spilled_frames_read_back_the_same(
     built: tuple[Timeline, Timeline], monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> None:
     # A large frame waits in a Parquet file of the caller's folder: forced here for every frame.
-    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    monkeypatch.setattr(SPILL_ROWS, 1)
     _, in_memory = built
     raw = RawTables.from_frames(normalize_records(traffic.capture_records()))
     spilled = build_timeline(raw, spill_dir=tmp_path)
-    small = ("streams", "incarnations", "resumptions", "tool_calls", "sessions", "exchanges")
-    # The replay frames are written there whatever their size (then read back when small).
-    kept = (*small, "rpc_messages", "recurring_events", "resumed_events", "replay_messages")
-    kept = (*kept, "resumes_at_cursor", "resumed_progress", "id_counters")
+    # A `sink` frame is written there whatever its size (then read back when small); a `spill`
+    # one when it has rows (here 1 or more); a `memory` or `scan` one never.
+    rows = {f.name: getattr(in_memory, f.name).collect().height for f in FRAMES if f.on_timeline}
+    expected = [
+        f.name for f in FRAMES if f.how == "sink" or (f.how == "spill" and rows.get(f.name, 0) >= 1)
+    ]
+    assert {"streams", "exchanges", "rpc_messages"} <= set(expected)
     # Nothing is carried after a cursor in this traffic: an empty frame stays in memory.
-    assert in_memory.after_cursor.collect().is_empty()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in kept)
-    for name in small:
-        frame = spilled.frames()[name]
-        assert "parquet" in frame.explain().lower(), name
-        assert frame.collect().equals(in_memory.frames()[name].collect()), name
+    assert in_memory.after_cursor.collect().is_empty() and "after_cursor" not in expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in expected)
+    for name in expected:
+        frame = getattr(spilled, name)
+        if rows.get(name):
+            assert "parquet" in frame.explain().lower(), name
+        got, want = frame.collect(), getattr(in_memory, name).collect()
+        assert_frame_equal(got, want, check_row_order=False)
 
 
 def test_without_a_spill_folder_every_frame_stays_in_memory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    monkeypatch.setattr(SPILL_ROWS, 1)
     timeline = build_timeline(RawTables.from_frames(normalize_records(traffic.capture_records())))
     # A frame from an expression that drops the Timeline at once is still readable.
     assert (
@@ -116,16 +144,16 @@ def test_without_a_spill_folder_every_frame_stays_in_memory(
 def test_rpc_messages_are_the_messages_rows_they_name(
     built: tuple[Timeline, Timeline], monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> None:
-    lazy, eager = built
+    built_spilled, eager = built
     expected = eager.messages.filter(RPC_MESSAGE_ROWS).select(RPC_MESSAGE_COLUMNS).collect()
     # Requests and responses kept, most notifications (those on event streams) left out.
     assert {"request", "response"} <= set(expected["kind"].to_list())
     assert expected.height < eager.messages.collect().height
-    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    monkeypatch.setattr(SPILL_ROWS, 1)
     spilled = build_timeline(
         RawTables.from_frames(normalize_records(traffic.capture_records())), spill_dir=tmp_path
     )
-    for timeline in (lazy, eager, spilled):
+    for timeline in (built_spilled, eager, spilled):
         got = timeline.rpc_messages.collect()
         assert_frame_equal(got.drop("answers", "answered"), expected, check_row_order=False)
         # Every answer here answers a captured request (`analyzer.timeline.answers`): one of its
@@ -168,9 +196,9 @@ def round_robin(
 ) -> tuple[Timeline, bool]:
     """The timeline of replicas that reuse each other's event ids and a resume answered by the
     other one; every frame kept in a Parquet file of a spill folder, or none; and which."""
-    monkeypatch.setattr("analyzer.timeline._SPILL_ROWS", 1)
+    monkeypatch.setattr(SPILL_ROWS, 1)
     spill: bool = request.param
-    found = load_timeline(
+    found = read_timeline(
         [ROUND_ROBIN / "capture"], cache=False, spill_dir=tmp_path if spill else None
     )
     return found, spill
@@ -248,3 +276,27 @@ def test_after_cursor_latest_deliveries_are_those_of_every_event(
             assert same.height >= 1  # the row's own event at least
             assert row[f"{prefix}_last_inc"] == same["incarnation"].max()
             assert row[f"{prefix}_last_ts"] == same["ts"].max()
+
+
+class Frames:
+    """A store that keeps every frame `build_timeline` collects (as the cache would store it)."""
+
+    def __init__(self) -> None:
+        self.got: dict[str, pl.DataFrame] = {}
+
+    def put(self, name: str, frame: pl.DataFrame) -> pathlib.Path | None:
+        self.got[name] = frame
+        return None
+
+    def put_file(self, name: str, source: pathlib.Path, rows: int) -> None:
+        self.got[name] = pl.read_parquet(source)
+
+
+@pytest.mark.parametrize("records", [[], traffic.capture_records()], ids=["empty", "traffic"])
+def test_every_collected_frame_is_stored_with_its_declared_schema(records: list[Any]) -> None:
+    store = Frames()
+    build_timeline(RawTables.from_frames(normalize_records(records)), store=store)
+    assert list(store.got) == list(STORED)  # in the declared order
+    for frame in FRAMES:
+        if frame.name in store.got:
+            S.assert_schema(store.got[frame.name], frame.schema)

@@ -1,4 +1,5 @@
-"""analyzer.cache: Parquet cache beside the capture, keyed, private, published atomically."""
+"""analyzer.cache.entries: the Parquet cache beside the capture, keyed, private, published
+atomically."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from analyzer import cache
 from analyzer.cache import CACHE_DIR, build_entry, find_entry, input_key
+from analyzer.cache import entries as cache
 from tests.support.disk import fill, small_disk
 
 
@@ -47,7 +48,7 @@ def test_key_follows_the_normalizing_code(tmp_path: Path, monkeypatch: pytest.Mo
     copy = tmp_path / "analyzer"
     for name in cache.NORMALIZING_CODE:
         (copy / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(cache.__file__).parent / name, copy / name)
+        shutil.copyfile(Path(cache.__file__).parents[1] / name, copy / name)
     digest = cache._source_digest(copy)
     assert digest == cache._code_digest()
     with (copy / "sse.py").open("a", encoding="utf-8") as source:
@@ -60,12 +61,16 @@ def test_key_follows_the_normalizing_code(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 # Imported by the readers, yet deciding nothing a normalized table holds: the package's version,
-# the cache itself (its layout is `_ENTRY_FORMAT`), temporary folders, the capture package's
-# exports, and the proxy's capture writer, its retention, record models and redaction (readers
-# write, delete, validate and redact nothing).
+# the cache itself (its layout is `_ENTRY_FORMAT`), the input reports, temporary folders, the
+# capture package's exports, and the proxy's capture writer, its retention, record models and
+# redaction (readers write, delete, validate and redact nothing).
 _NOT_NORMALIZING = {
     "__init__.py",
-    "cache.py",
+    "cache/__init__.py",
+    "cache/commit.py",
+    "cache/entries.py",
+    "cache/frames.py",
+    "inputs.py",
     "scratch.py",
     "capture/__init__.py",
     "capture/redaction.py",
@@ -81,7 +86,7 @@ def test_every_module_the_readers_import_is_in_the_key() -> None:
         "analyzer.ingest.mitm\n"
         "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.startswith('analyzer')))"
     )
-    root = Path(cache.__file__).parent
+    root = Path(cache.__file__).parents[1]
     done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=root.parent,  # this source tree's package, whatever is installed
@@ -333,7 +338,7 @@ def test_digests_when_their_record_cannot_be_written(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["a.parquet", "b.parquet", cache.VERIFIED]
 
 
-FIXTURE = Path(__file__).parent / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
 
 
 def _capture(folder: Path) -> Path:

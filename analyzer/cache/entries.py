@@ -1,4 +1,4 @@
-"""The Parquet cache of normalized tables, beside the capture (DESIGN.md §4).
+"""The cache entries of normalized tables, beside the capture (DESIGN.md §4).
 
 Layout: a `.seamwatch-cache/` folder (mode 0700) in the capture directory, or in the folder of
 a single capture, dump or HAR file, holding one entry folder per input:
@@ -12,22 +12,22 @@ a single capture, dump or HAR file, holding one entry folder per input:
         tools-<part>.parquet ...       RAW_TOOLS
         payloads-<part>.parquet ...    PAYLOADS        (payload text lives only here)
         timeline-<key 16>/             the timeline's collected frames of an analysis whose
-                                       first input this is (analyzer.timeline.stored)
+                                       first input this is (analyzer.cache.frames)
 
-Files are 0600. The key hashes every input file's name, size and mtime, the capture schema,
-the source of the code that normalizes (`NORMALIZING_CODE`) with the Polars version, and the
-options that change normalization (replica and client header), so a grown `.partial`, a changed
-parser or another option gives a new entry; older entries of the same input are removed when a
-new one is written. An entry is built in a `.tmp-*` folder and renamed into place once complete,
-so a reader never sees half an entry. An entry is read only when its parts are exactly those its
-manifest lists, each with its SHA-256: Parquet reads a part damaged in place without complaint,
-as other values. A part an earlier analysis hashed is not hashed again unless written to since
-(`digests`): damage that keeps a file's inode, size and mtime (bit rot) is found only when
-reading it fails, and then `read_through` runs the analysis again with every part hashed in
-full. A damaged entry is set aside (a `.tmp-*` folder, swept later), a warning names it, and the
-input is parsed again. When the folder is not writable, or writing to it fails (a full disk, the
-folder deleted meanwhile), a private temporary folder is used instead and removed at exit: no
-cache, same result, and a warning says so.
+Files are 0600. The key hashes every input file's name, size and mtime, the capture schema, the
+source of the code that normalizes (`NORMALIZING_CODE`) with the Polars version, and the options
+that change normalization (replica and client header), so a grown `.partial`, a changed parser
+or another option gives a new entry; older entries of the same input are removed when a new one
+is written. An entry is built in a `.tmp-*` folder and renamed into place once complete
+(`analyzer.cache.commit`), so a reader never sees half an entry. An entry is read only when its
+parts are exactly those its manifest lists, each with its SHA-256: Parquet reads a part damaged
+in place without complaint, as other values. A part an earlier analysis hashed is not hashed
+again unless written to since (`digests`): damage that keeps a file's inode, size and mtime (bit
+rot) is found only when reading it fails, and then `read_through` runs the analysis again with
+every part hashed in full. A damaged entry is set aside (a `.tmp-*` folder, swept later), a
+warning names it, and the input is parsed again. When the folder is not writable, or writing to
+it fails (a full disk, the folder deleted meanwhile), a private temporary folder is used instead
+and removed at exit: no cache, same result, and a warning says so.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from analyzer.cache.commit import Staging, sweep
 from analyzer.records import SCHEMA
 from analyzer.scratch import scratch_prefix
 
@@ -65,7 +66,6 @@ __all__ = [
     "find_entry",
     "input_key",
     "read_through",
-    "sweep",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,6 @@ _SETTLED_NS = 2_000_000_000
 # The entry's own layout (manifest and parts), in the key: entries of another layout are never
 # found (2: the manifest lists each part's SHA-256).
 _ENTRY_FORMAT = 2
-_STALE_TMP_S = 3600
 _PROBE_BYTES = 64 * 1024
 NORMALIZING_CODE: Final = (
     "canonical.py",
@@ -96,12 +95,15 @@ NORMALIZING_CODE: Final = (
     "jsonrpc.py",
     "normalize.py",
     "records.py",
-    "schema.py",
+    "schema/__init__.py",
+    "schema/dtypes.py",
+    "schema/tables.py",
+    "schema/timeline.py",
     "sse.py",
 )
 """The modules (under `analyzer/`) whose code decides what an input's normalized tables hold:
 their source is in the key, so a parser fix heals cached captures by itself, as a change to the
-timeline's code does its stored frames (`analyzer.timeline.stored`)."""
+timeline's code does its stored frames (`analyzer.cache.frames`)."""
 _temp_dirs: list[str] = []
 # Set by `read_through` after a read from the cache failed: hash every part in full.
 _distrust_stamps = False
@@ -117,8 +119,8 @@ atexit.register(_remove_temp_dirs)
 
 @cache
 def _code_digest() -> str:
-    """`_source_digest` of this package: read once a process."""
-    return _source_digest(Path(__file__).parent)
+    """`_source_digest` of the analyzer package: read once a process."""
+    return _source_digest(Path(__file__).parents[1])
 
 
 def _source_digest(root: Path) -> str:
@@ -358,6 +360,7 @@ class EntryBuilder:
         self.path = path
         self.key = key
         self.root: Path | None = None
+        self.staging: Staging | None = None
         self.directory = self._make_directory(use_cache)
 
     def _make_directory(self, use_cache: bool) -> Path:
@@ -370,12 +373,12 @@ class EntryBuilder:
                 if not _ours(root):
                     raise PermissionError(f"{root} is not a private folder of this user")
                 sweep(root)
-                directory = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+                self.staging = Staging.start(root)
             except OSError:
                 pass
             else:
                 self.root = root
-                return directory
+                return self.staging.path
         directory = Path(tempfile.mkdtemp(prefix=scratch_prefix("tables")))
         _temp_dirs.append(str(directory))
         return directory
@@ -383,15 +386,16 @@ class EntryBuilder:
     def commit(self, manifest: dict[str, Any]) -> CacheEntry:
         """Write the manifest and move the entry into place (or keep the temporary folder)."""
         manifest = {**manifest, "key": self.key, "parts": digests(self.directory)}
-        target = self.directory / MANIFEST
-        target.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
-        os.chmod(target, 0o600)
-        if self.root is None:
+        if self.root is None or self.staging is None:
+            target = self.directory / MANIFEST
+            target.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
+            os.chmod(target, 0o600)
             return CacheEntry(self.directory, manifest, cached=False)
         identity = _identity(self.path)
         final = self.root / f"{identity}-{self.key}"
+        self.staging.seal(MANIFEST, manifest, indent=1)
         try:
-            os.rename(self.directory, final)
+            self.staging.publish(final)
         except OSError:
             # Another analysis published the same entry first (or the rename failed): ours
             # is equivalent; read it from where it is and let the sweep collect it later.
@@ -429,17 +433,3 @@ class EntryBuilder:
 def build_entry(path: Path, key: str, *, use_cache: bool = True) -> EntryBuilder:
     """Start a new entry for this input: a folder to write parts into, then `commit`."""
     return EntryBuilder(path, key, use_cache=use_cache)
-
-
-def sweep(root: Path) -> None:
-    """Remove `.tmp-*` folders left in `root` by analyses that died long ago (an entry's
-    timeline sets are staged in such folders too)."""
-    now = time.time()
-    for child in root.iterdir():
-        if not child.name.startswith(".tmp-"):
-            continue
-        try:
-            if now - child.stat().st_mtime > _STALE_TMP_S:
-                shutil.rmtree(child, ignore_errors=True)
-        except OSError:
-            continue

@@ -1,4 +1,4 @@
-"""analyzer.timeline.stored: the collected timeline frames kept in the cache, read back equal."""
+"""analyzer.cache.frames: the collected timeline frames kept in the cache, read back equal."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import raw_tables, read_timeline
+from analyzer.cache.frames import KEEP, frame_set, read_frames
 from analyzer.ingest import read_inputs
-from analyzer.timeline import RawTables, Timeline, _assemble, load_timeline, stored
+from analyzer.timeline import Timeline, assemble
+from analyzer.timeline.frames import FRAMES, STORED
+from analyzer.timeline.kept import Kept
 from tests.support.planted import spoofing_capture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dashboard" / "round-robin-replicas"
@@ -32,18 +36,15 @@ def capture(tmp_path: Path) -> Path:
 
 
 def frames_of(timeline: Timeline) -> dict[str, pl.DataFrame]:
-    named = {
-        **timeline.frames(),
-        "rpc_messages": timeline.rpc_messages,
-        "recurring_events": timeline.recurring_events,
-        "resumed_events": timeline.resumed_events,
-        "replay_messages": timeline.replay_messages,
-        "id_counters": timeline.id_counters,
-        "resumes_at_cursor": timeline.resumes_at_cursor,
-        "after_cursor": timeline.after_cursor,
-        "resumed_progress": timeline.resumed_progress,
-    }
-    return {name: frame.collect() for name, frame in named.items() if name != "payloads"}
+    """Every frame of the Timeline but the payload texts (scans of the cache entry as they are)."""
+    names = [f.name for f in FRAMES if f.on_timeline and f.name != "payloads"]
+    return {name: getattr(timeline, name).collect() for name in names}
+
+
+def read_back(folder: Path, spill_dir: Path | None = None) -> dict[str, pl.LazyFrame] | None:
+    """The stored frames of a set as an analysis takes them (None: no sound set)."""
+    kept = Kept(spill_dir)
+    return kept.frames if read_frames(folder, STORED, kept.adopt) else None
 
 
 # Record-level frames: joins whose row order is not defined (two fresh builds differ too).
@@ -68,7 +69,7 @@ def assert_same(got: Timeline, want: Timeline) -> None:
 
 
 def the_set(paths: list[Path]) -> Path:
-    folder = stored.target(read_inputs(paths).directories)
+    folder = frame_set(read_inputs(paths).directories)
     assert folder is not None
     return folder
 
@@ -80,30 +81,30 @@ def test_a_later_analysis_reads_the_stored_frames_equal_to_a_fresh_build(
     spill_dir = tmp_path / "spill" if spill else None
     if spill_dir is not None:
         spill_dir.mkdir()
-    fresh = load_timeline([capture], cache=False)
-    first = load_timeline([capture], spill_dir=spill_dir)  # builds and stores
+    fresh = read_timeline([capture], cache=False)
+    first = read_timeline([capture], spill_dir=spill_dir)  # builds and stores
     folder = the_set([capture])
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["manifest.json", *(f"{name}.parquet" for name in stored.STORED)]
+        ["manifest.json", *(f"{name}.parquet" for name in STORED)]
     )
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}
     assert_same(first, fresh)
-    assert_same(load_timeline([capture], spill_dir=spill_dir), fresh)
+    assert_same(read_timeline([capture], spill_dir=spill_dir), fresh)
 
 
 def test_the_build_is_announced_and_reading_the_stored_frames_is_not(capture: Path) -> None:
     steps: list[str] = []
-    load_timeline([capture], on_step=steps.append)  # builds and stores
+    read_timeline([capture], on_step=steps.append)  # builds and stores
     assert steps == ["building the timeline"]
-    load_timeline([capture], on_step=steps.append)  # reads what the first stored
+    read_timeline([capture], on_step=steps.append)  # reads what the first stored
     assert steps == ["building the timeline"]
-    load_timeline([capture], cache=False, on_step=steps.append)
+    read_timeline([capture], cache=False, on_step=steps.append)
     assert steps == ["building the timeline"] * 2
 
 
 def test_the_stored_frames_are_what_a_later_analysis_reads(capture: Path) -> None:
-    load_timeline([capture])
+    read_timeline([capture])
     folder = the_set([capture])
     sessions = folder / "sessions.parquet"
     frame = pl.read_parquet(sessions)
@@ -111,86 +112,88 @@ def test_the_stored_frames_are_what_a_later_analysis_reads(capture: Path) -> Non
     manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
     manifest["sha256"]["sessions"] = hashlib.sha256(sessions.read_bytes()).hexdigest()
     (folder / "manifest.json").write_text(json.dumps(manifest), "utf-8")
-    got = load_timeline([capture]).sessions.collect()
+    got = read_timeline([capture]).sessions.collect()
     assert got["client_info"].to_list() == ["from the store"] * frame.height
 
 
 def test_each_set_of_inputs_in_its_order_has_its_own_set(capture: Path, tmp_path: Path) -> None:
     other = spoofing_capture(tmp_path / "other")
-    load_timeline([capture])
+    read_timeline([capture])
     sets = {the_set([capture]), the_set([capture, other]), the_set([other, capture])}
     assert len(sets) == 3
-    merged = load_timeline([capture, other])
+    merged = read_timeline([capture, other])
     assert the_set([capture, other]).is_dir()
-    assert_same(load_timeline([capture, other]), merged)
-    assert_same(merged, load_timeline([capture, other], cache=False))
+    assert_same(read_timeline([capture, other]), merged)
+    assert_same(merged, read_timeline([capture, other], cache=False))
 
 
 def test_another_code_key_is_another_set(capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = the_set([capture])
-    monkeypatch.setattr(stored, "_code_key", lambda: "changed timeline code")
+    monkeypatch.setattr("analyzer.cache.frames._code_key", lambda: "changed timeline code")
     assert the_set([capture]) != before
 
 
 def test_a_damaged_set_is_removed_and_stored_again(capture: Path) -> None:
-    fresh = load_timeline([capture], cache=False)
-    load_timeline([capture])
+    fresh = read_timeline([capture], cache=False)
+    read_timeline([capture])
     folder = the_set([capture])
     (folder / "streams.parquet").write_bytes(b"not parquet")
-    assert_same(load_timeline([capture]), fresh)  # built again, and stored again
-    assert stored.read(folder, spill_dir=None, scan_from=0) is not None
+    assert_same(read_timeline([capture]), fresh)  # built again, and stored again
+    assert read_back(folder) is not None
     (folder / "exchanges.parquet").unlink()
-    assert_same(load_timeline([capture]), fresh)
+    assert_same(read_timeline([capture]), fresh)
     assert (folder / "exchanges.parquet").is_file()
 
 
 def test_an_entry_keeps_its_latest_sets(capture: Path, tmp_path: Path) -> None:
-    others = [spoofing_capture(tmp_path / f"other{n}") for n in range(stored.KEEP + 1)]
+    others = [spoofing_capture(tmp_path / f"other{n}") for n in range(KEEP + 1)]
     for other in others:
-        load_timeline([capture, other])
+        read_timeline([capture, other])
     entry = the_set([capture]).parent
     kept = {p.name for p in entry.iterdir() if p.name.startswith("timeline-")}
     assert kept == {the_set([capture, other]).name for other in others[1:]}
 
 
 def test_nothing_is_stored_without_the_cache(capture: Path) -> None:
-    load_timeline([capture], cache=False)
+    read_timeline([capture], cache=False)
     assert not (capture / ".seamwatch-cache").exists()
 
 
 def test_a_set_pruned_while_an_analysis_reads_it_does_not_disturb_that_analysis(
-    capture: Path, tmp_path: Path
+    capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fresh = load_timeline([capture], cache=False)
-    load_timeline([capture])
+    fresh = read_timeline([capture], cache=False)
+    read_timeline([capture])
     spill = tmp_path / "spill"
     spill.mkdir()
-    # A threshold of 0 rows: every frame but the placement is scanned, as large ones are.
+    # A threshold of 1 row: every frame but those held in memory is scanned, as large ones are.
     folder = the_set([capture])
-    reading = stored.read(folder, spill_dir=spill, scan_from=0)
+    monkeypatch.setattr("analyzer.timeline.kept.SPILL_ROWS", 1)
+    reading = read_back(folder, spill)
     assert reading is not None
+    assert "parquet" in reading["streams"].explain().lower()
     shutil.rmtree(folder)  # another analysis pruned it
-    raw = RawTables.from_ingested(read_inputs([capture]))
-    assert_same(_assemble(raw, fresh.inputs, reading), fresh)
+    raw = raw_tables(read_inputs([capture]))
+    assert_same(assemble(raw, fresh.inputs, reading), fresh)
 
 
 def test_a_set_damaged_in_place_is_found_by_its_digest(capture: Path) -> None:
-    fresh = load_timeline([capture], cache=False)
-    load_timeline([capture])
+    fresh = read_timeline([capture], cache=False)
+    read_timeline([capture])
     path = the_set([capture]) / "exchanges.parquet"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, one byte changed
     path.write_bytes(bytes(data))
-    assert_same(load_timeline([capture]), fresh)
-    assert stored.read(the_set([capture]), spill_dir=None, scan_from=0) is not None
+    assert_same(read_timeline([capture]), fresh)
+    assert read_back(the_set([capture])) is not None
 
 
 @pytest.mark.parametrize("what", ["no manifest", "a file", "a symlink"])
 def test_a_set_that_is_not_what_a_writer_makes_is_replaced(
     capture: Path, tmp_path: Path, what: str
 ) -> None:
-    fresh = load_timeline([capture], cache=False)
-    load_timeline([capture])
+    fresh = read_timeline([capture], cache=False)
+    read_timeline([capture])
     folder = the_set([capture])
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(folder, elsewhere)
@@ -202,23 +205,23 @@ def test_a_set_that_is_not_what_a_writer_makes_is_replaced(
             folder.write_text("x")
         else:
             folder.symlink_to(elsewhere)  # a sound set, but outside the cache
-    assert stored.read(folder, spill_dir=None, scan_from=0) is None
-    assert_same(load_timeline([capture]), fresh)
+    assert read_back(folder) is None
+    assert_same(read_timeline([capture]), fresh)
     assert folder.is_dir() and not folder.is_symlink()
     assert (elsewhere / "manifest.json").is_file()  # a symlink's target is left alone
 
 
 def test_a_new_set_survives_the_pruning_whatever_the_clock(capture: Path, tmp_path: Path) -> None:
-    others = [spoofing_capture(tmp_path / f"other{n}") for n in range(stored.KEEP)]
+    others = [spoofing_capture(tmp_path / f"other{n}") for n in range(KEEP)]
     for other in others:
-        load_timeline([capture, other])
+        read_timeline([capture, other])
     entry = the_set([capture]).parent
     later = time.time() + 600  # sets used "in the future": a clock stepped back since
     for child in entry.glob("timeline-*"):
         os.utime(child, (later, later))
-    load_timeline([capture])
+    read_timeline([capture])
     assert the_set([capture]).is_dir()
-    assert len(list(entry.glob("timeline-*"))) == stored.KEEP
+    assert len(list(entry.glob("timeline-*"))) == KEEP
 
 
 def test_no_room_to_store_changes_nothing_else(capture: Path, tmp_path: Path) -> None:
@@ -246,6 +249,6 @@ def test_no_room_to_store_changes_nothing_else(capture: Path, tmp_path: Path) ->
 def test_nothing_is_stored_for_inputs_not_all_in_the_cache(capture: Path, tmp_path: Path) -> None:
     other = spoofing_capture(tmp_path / "other")
     (other / ".seamwatch-cache").symlink_to(tmp_path)  # not a private folder: not used
-    load_timeline([capture, other])
+    read_timeline([capture, other])
     entry = the_set([capture]).parent
     assert not list(entry.glob("timeline-*"))
