@@ -39,6 +39,15 @@ _PAYLOADS = [
     "two\nlines",
     "",
     '[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]',
+    # Plain messages in their other shapes, and near misses the general way describes.
+    '{"params":{"total":9,"progressToken":"t","progress":4},"method":"notifications/progress","jsonrpc":"2.0"}',
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2.5}}',
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":123456789012345678901,"progress":1}}',
+    '{"jsonrpc":"2.0","id":"r\\u00e91","result":{"isError":true,"content":[]}}',
+    '{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{"a":1}}}',
+    '{"jsonrpc":"2.0","id":5,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":6,"result":"text"}',
+    '{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"x"}}',
 ]
 
 _event = st.fixed_dictionaries(
