@@ -224,7 +224,7 @@ def plain_events(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     marked = chunks.with_columns(lf.alias("lf")).with_columns(
         pl.col("lf").str.contains(PLAIN_CHUNK).fill_null(False).alias("plain")
     )
-    events = (
+    blocks = (
         marked.filter("plain")
         .select(
             "line",
@@ -235,16 +235,50 @@ def plain_events(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
             pl.col("lf").str.strip_suffix("\n\n").str.split("\n\n").alias("block"),
         )
         .explode("block")
-        .with_columns(
-            pl.col("block").str.count_matches(r"(?m)^id:").alias("ids"),
-            pl.col("block").str.count_matches(r"(?m)^data:").alias("datas"),
-            pl.col("block").str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
-            pl.col("block").str.extract(r"(?m)^data: ?(.*)$").fill_null("").alias("data"),
-        )
+        .with_row_index("block_index")
+    )
+    # The usual block is `id` then `data`, or one of them alone: its fields are cut out by
+    # literal tests (cheap); any other plain block is read by the line patterns below.
+    block = pl.col("block")
+    first_end = block.str.find("\n", literal=True)
+    head = block.str.slice(0, first_end)
+    rest = block.str.slice(first_end + 1)
+    one_line = first_end.is_null()
+    usual = blocks.with_columns(
+        one_line.alias("one_line"),
+        block.str.starts_with("id:").alias("head_id"),
+        pl.when(one_line)
+        .then(block.str.starts_with("data:"))
+        .otherwise(rest.str.starts_with("data:") & ~rest.str.contains("\n", literal=True))
+        .alias("tail_data"),
+    ).filter(
+        (pl.col("one_line") & (pl.col("head_id") | pl.col("tail_data")))
+        | (~pl.col("one_line") & pl.col("head_id") & pl.col("tail_data"))
+    )
+    usual = usual.select(
+        *blocks.columns,
+        pl.when(pl.col("head_id"))
+        .then(pl.when(pl.col("one_line")).then(block).otherwise(head))
+        .str.strip_prefix("id:")
+        .str.strip_prefix(" ")
+        .alias("event_id"),
+        pl.when(pl.col("tail_data"))
+        .then(pl.when(pl.col("one_line")).then(block).otherwise(rest))
+        .str.strip_prefix("data:")
+        .str.strip_prefix(" ")
+        .fill_null("")
+        .alias("data"),
+    )
+    others = blocks.join(usual.select("block_index"), on="block_index", how="anti").with_columns(
+        block.str.count_matches(r"(?m)^id:").alias("ids"),
+        block.str.count_matches(r"(?m)^data:").alias("datas"),
+        block.str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
+        block.str.extract(r"(?m)^data: ?(.*)$").fill_null("").alias("data"),
     )
     # Two `id` or two `data` lines in one block (the last id wins, data lines join with LF):
     # rare, and left whole to the reference decoder.
-    repeated = events.filter((pl.col("ids") > 1) | (pl.col("datas") > 1))["line"].unique()
+    repeated = others.filter((pl.col("ids") > 1) | (pl.col("datas") > 1))["line"].unique()
+    events = pl.concat([usual, others.drop("ids", "datas")]).sort("block_index")
     plain = marked["plain"] & ~marked["line"].is_in(repeated.implode())
     events = events.filter(~pl.col("line").is_in(repeated.implode())).select(
         "line",

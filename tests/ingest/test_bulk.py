@@ -54,7 +54,7 @@ _event = st.fixed_dictionaries(
     {
         # Mostly the plain shape the bulk lane takes, sometimes what it must leave.
         "id": st.sampled_from([None, "", "7", "s_1", "a b"]),
-        "data": st.sampled_from(_PAYLOADS),
+        "data": st.sampled_from([*_PAYLOADS, None]),  # None: no data line (id alone)
         "event": st.sampled_from([None, None, None, "message", "", "endpoint"]),
         "retry": st.sampled_from([None] * 7 + ["3000"]),
         "comment": st.sampled_from([False] * 7 + [True]),
@@ -70,7 +70,8 @@ def _block(event: dict[str, Any]) -> list[str]:
         lines.append(f"id: {event['id']}")
     if event["retry"] is not None:
         lines.append(f"retry: {event['retry']}")
-    lines.extend(f"data: {part}" for part in event["data"].split("\n"))
+    if event["data"] is not None:
+        lines.extend(f"data: {part}" for part in event["data"].split("\n"))
     return lines
 
 
