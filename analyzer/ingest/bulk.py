@@ -83,15 +83,15 @@ def _text(lines: Sequence[bytes]) -> pl.Series:
         return pl.Series("text", [line.decode("utf-8", "replace") for line in lines])
 
 
-def _owner(text: pl.Expr, parts: int) -> pl.Expr:
-    flow = text.str.extract(_FLOW_VALUE)
+def _owner(flow: pl.Expr, parts: int) -> pl.Expr:
+    """The owner of a line whose flow id (`_FLOW_VALUE`) is `flow`."""
     return pl.when(flow.is_null()).then(0).otherwise(flow.hash() % parts).cast(pl.Int64)
 
 
 def owner(line: bytes, parts: int) -> int:
     """The worker (of `parts`) owning a line: by a hash of its flow id, 0 when it has none;
     every line of a flow has one owner, so one decoder reads its stream."""
-    return int(pl.select(_owner(pl.lit(_text([line])), parts)).item())
+    return int(pl.select(_owner(pl.lit(_text([line])).str.extract(_FLOW_VALUE), parts)).item())
 
 
 def sieve(
@@ -108,8 +108,9 @@ def sieve(
     columns = [pl.Series("raw", lines, dtype=pl.Binary)]
     mine = pl.lit(True)
     if parts > 1:
-        columns.append(_text(lines))
-        mine = _owner(pl.col("text"), parts) == part
+        # The flow id as a column of its own: searched once a line, not once an expression.
+        columns.append(_text(lines).str.extract(_FLOW_VALUE).rename("flow"))
+        mine = _owner(pl.col("flow"), parts) == part
     marked = pl.DataFrame(columns).select(
         index.alias("index"), chunk.alias("chunk"), mine.alias("mine")
     )
