@@ -238,38 +238,51 @@ def plain_events(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
         .explode("block")
         .with_row_index("block_index")
     )
-    # The usual block is `id` then `data`, or one of them alone: its fields are cut out by
-    # literal tests (cheap); any other plain block is read by the line patterns below.
-    block = pl.col("block")
-    first_end = block.str.find("\n", literal=True)
-    head = block.str.slice(0, first_end)
-    rest = block.str.slice(first_end + 1)
+    # The usual block is `id` then `data`, or one of them alone, with or without an
+    # `event: message` line (the default type: no field to keep): its fields are cut out by
+    # literal tests (cheap); any other plain block is read by the line patterns below. Lines
+    # are cut at LF, so "\nevent: message\n" is a whole line.
+    kept = pl.col("kept")
+    first_end = kept.str.find("\n", literal=True)
+    head = kept.str.slice(0, first_end)
+    rest = kept.str.slice(first_end + 1)
     one_line = first_end.is_null()
-    usual = blocks.with_columns(
-        one_line.alias("one_line"),
-        block.str.starts_with("id:").alias("head_id"),
-        pl.when(one_line)
-        .then(block.str.starts_with("data:"))
-        .otherwise(rest.str.starts_with("data:") & ~rest.str.contains("\n", literal=True))
-        .alias("tail_data"),
-    ).filter(
-        (pl.col("one_line") & (pl.col("head_id") | pl.col("tail_data")))
-        | (~pl.col("one_line") & pl.col("head_id") & pl.col("tail_data"))
+    usual = (
+        blocks.with_columns(
+            pl.col("block")
+            .str.replace_all("\nevent: message\n", "\n", literal=True)
+            .str.strip_prefix("event: message\n")
+            .str.strip_suffix("\nevent: message")
+            .alias("kept")
+        )
+        .with_columns(
+            one_line.alias("one_line"),
+            kept.str.starts_with("id:").alias("head_id"),
+            pl.when(one_line)
+            .then(kept.str.starts_with("data:"))
+            .otherwise(rest.str.starts_with("data:") & ~rest.str.contains("\n", literal=True))
+            .alias("tail_data"),
+        )
+        .filter(
+            (pl.col("one_line") & (pl.col("head_id") | pl.col("tail_data")))
+            | (~pl.col("one_line") & pl.col("head_id") & pl.col("tail_data"))
+        )
     )
     usual = usual.select(
         *blocks.columns,
         pl.when(pl.col("head_id"))
-        .then(pl.when(pl.col("one_line")).then(block).otherwise(head))
+        .then(pl.when(pl.col("one_line")).then(kept).otherwise(head))
         .str.strip_prefix("id:")
         .str.strip_prefix(" ")
         .alias("event_id"),
         pl.when(pl.col("tail_data"))
-        .then(pl.when(pl.col("one_line")).then(block).otherwise(rest))
+        .then(pl.when(pl.col("one_line")).then(kept).otherwise(rest))
         .str.strip_prefix("data:")
         .str.strip_prefix(" ")
         .fill_null("")
         .alias("data"),
     )
+    block = pl.col("block")
     others = blocks.join(usual.select("block_index"), on="block_index", how="anti").with_columns(
         block.str.count_matches(r"(?m)^id:").alias("ids"),
         block.str.count_matches(r"(?m)^data:").alias("datas"),

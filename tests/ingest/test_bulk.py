@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -58,21 +59,22 @@ _event = st.fixed_dictionaries(
         "event": st.sampled_from([None, None, None, "message", "", "endpoint"]),
         "retry": st.sampled_from([None] * 7 + ["3000"]),
         "comment": st.sampled_from([False] * 7 + [True]),
+        "event_at": st.sampled_from([0, 1, 2]),  # where the `event` line goes among the others
     }
 )
 
 
 def _block(event: dict[str, Any]) -> list[str]:
-    lines = [": keep-alive"] if event["comment"] else []
-    if event["event"] is not None:
-        lines.append(f"event: {event['event']}")
+    lines = []
     if event["id"] is not None:
         lines.append(f"id: {event['id']}")
     if event["retry"] is not None:
         lines.append(f"retry: {event['retry']}")
     if event["data"] is not None:
         lines.extend(f"data: {part}" for part in event["data"].split("\n"))
-    return lines
+    if event["event"] is not None:
+        lines.insert(min(event["event_at"], len(lines)), f"event: {event['event']}")
+    return [": keep-alive", *lines] if event["comment"] else lines
 
 
 @st.composite
@@ -208,3 +210,27 @@ def test_each_flow_has_one_owner_and_a_line_without_one_goes_to_the_first() -> N
     assert sorted(i for taken in both for group in taken for i in group) == list(range(63))
     chunks, others = bulk.sieve(lines, 1, 0, skip_first=False)
     assert (len(chunks), len(others)) == (60, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("id: 1\ndata: {}\n\n", [("1", "{}")]),
+        ("id: 1\nevent: message\ndata: {}\n\n", [("1", "{}")]),
+        ("event: message\nid:1\ndata:{}\n\n", [("1", "{}")]),
+        ("data:  x\nevent: message\n\n", [(None, " x")]),
+        ("id: 7\n\nid: 8\ndata: y\n\n", [("7", ""), ("8", "y")]),
+        ("event: message\n\n", [(None, "")]),
+        ("data: x\nid: 2\n\n", [("2", "x")]),  # data first: read by the line patterns
+        ("id: 1\nevent: message\nevent: message\ndata: x\n\n", [("1", "x")]),
+        ("id: 1\nevent:\ndata: x\n\n", [("1", "x")]),
+    ],
+)
+def test_each_plain_block_gives_its_id_and_data(
+    text: str, expected: list[tuple[str | None, str]]
+) -> None:
+    chunk = {"kind": "chunk", "seq": 1, "ts_ns": 1, "flow": "f", "n": 0, "data": {"text": text}}
+    chunks, _ = bulk.read_chunks([json.dumps(chunk, separators=(",", ":")).encode()])
+    events, plain = bulk.plain_events(chunks)
+    assert plain.to_list() == [True]
+    assert events.select("event_id", "data").rows() == expected
