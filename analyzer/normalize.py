@@ -369,7 +369,14 @@ def _plain(raw: bytes) -> _PlainRow | None:
             if "_meta" in params:
                 return None
             if method == "notifications/progress":
-                token, progress = _progress(params)
+                token = params.get("progressToken")
+                step = params.get("progress")
+                # The usual: ints, within 64 bits here (orjson reads longer ones as floats,
+                # which are not plain), so `_progress`'s text and float of them directly.
+                if type(token) is int and type(step) is int:
+                    token, progress = int.__repr__(token), float(step)
+                else:
+                    token, progress = _progress(params)
         elif params is not None:
             return None
         kind = _REQUEST if rpc_id is not None else _NOTIFICATION
