@@ -135,15 +135,30 @@ def _tables(out: Path) -> dict[str, pl.DataFrame]:
     }
 
 
+def _written(capture: Capture, path: Path) -> Path:
+    """The capture with its records laid out as the capture writer does (`seq` first)."""
+    lines = [
+        json.dumps({"seq": r["seq"], **r}, separators=(",", ":")).encode() + b"\n"
+        for r in capture.records
+    ]
+    path.write_bytes(b"".join(lines))
+    return path
+
+
 @settings(max_examples=60, deadline=None)
-@given(capture=_capture(), block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]))
-def test_both_lanes_give_the_same_frames(capture: Capture, block: int) -> None:
+@given(
+    capture=_capture(),
+    block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]),
+    writer_layout=st.booleans(),
+)
+def test_both_lanes_give_the_same_frames(capture: Capture, block: int, writer_layout: bool) -> None:
     reference = normalize_records(capture.records)
     held = jsonl._READ_BLOCK
     jsonl._READ_BLOCK = block  # blocks cut runs and flows: the lane must carry state across
     try:
         with tempfile.TemporaryDirectory() as folder:
-            path = capture.write(Path(folder) / "cap.jsonl")
+            name = Path(folder) / "cap.jsonl"
+            path = _written(capture, name) if writer_layout else capture.write(name)
             out = Path(folder) / "out"
             out.mkdir()
             read_capture(path, out, workers=1)
@@ -234,3 +249,28 @@ def test_each_plain_block_gives_its_id_and_data(
     events, plain = bulk.plain_events(chunks)
     assert plain.to_list() == [True]
     assert events.select("event_id", "data").rows() == expected
+
+
+_WRITTEN = '{"seq":3,"kind":"chunk","ts_ns":5,"mono_ns":4,"flow":"f","n":0,"content_encoding":null,"data":{"text":"%s"}}'
+
+
+@pytest.mark.parametrize(
+    ("line", "usual", "taken"),
+    [
+        (_WRITTEN % r"id: 1\ndata: {\"a\":\"\u00e9\\ud800\"}\n\n", True, True),  # "\\ud800": text
+        (_WRITTEN.replace('"seq":3,', "").replace("}}", '},"seq":3}') % "x", True, True),
+        (_WRITTEN % r"\ud800", False, False),  # a lone surrogate: no Unicode text
+        (_WRITTEN % r"\udc00 \ud7ff", False, False),
+        (_WRITTEN.replace('"n":0', '"n":0,"seq":9') % "x", False, False),  # seq twice
+        (_WRITTEN.replace("null", '"gzip"') % "x", True, True),
+        (_WRITTEN.replace("}}", '},"decompress_capped":null}') % "x", False, True),
+        (_WRITTEN.replace('"text":"%s"', '"b64":"AA=="'), False, False),
+        (_WRITTEN.replace('"n":0', '"n":-1') % "x", False, False),
+    ],
+)
+def test_a_line_in_the_writers_layout_is_taken_in_one_search(
+    line: str, usual: bool, taken: bool
+) -> None:
+    assert (pl.Series([line]).str.contains(bulk.WRITER_SHAPE).item()) is usual
+    chunks, refused = bulk.read_chunks([line.encode()])
+    assert (chunks.height, refused) == ((1, []) if taken else (0, [0]))
