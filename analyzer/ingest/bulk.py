@@ -13,9 +13,10 @@ the same fields: one each of `"kind":"chunk"`, `"seq":`, `"ts_ns":`, `"flow":"`,
 `"data":{"text":"` (the reader's schema coerces a number to text, and takes the first of two
 equal keys where orjson takes the last), no `b64` nor `truncated_bytes` in `data`, no
 `decompress_capped` but null, no escaped UTF-16 surrogate, integers in their columns' ranges
-(the schema makes anything else null). A batch of lines the JSON reader refuses (a corrupt or
-non-UTF-8 line) is halved until the bad lines are alone: they go the per-record way, counted as
-today, and the rest stays here.
+(the schema makes anything else null); a line in the capture writer's own layout
+(`WRITER_SHAPE`) is all of that by its shape, found in one search. A batch of lines the JSON
+reader refuses (a corrupt or non-UTF-8 line) is halved until the bad lines are alone: they go
+the per-record way, counted as today, and the rest stays here.
 """
 
 from __future__ import annotations
