@@ -317,14 +317,24 @@ _NOTIFICATION: Final = Kind.NOTIFICATION.value
 _RESPONSE: Final = Kind.RESPONSE.value
 
 
-def _describe_plain(raw: bytes) -> _Described | None:
-    """`_describe_payload(raw)` for the messages nearly all traffic is made of, else None.
+# What `_plain` reads of a plain message, one column each: the event's carrier columns
+# (`data_hash`, `data_bytes`) and its one message row (the others are null: `_PLAIN_NULLS`).
+PLAIN_COLUMNS: Final = ("kind", "rpc_id", "method", "payload_hash", "data_hash", "data_bytes",
+                        "input_required", "is_error", "protocol_version", "progress_token",
+                        "progress")  # fmt: skip
+_PLAIN_NULLS: Final = ("member", "reason", "tool_name", "arguments_hash", "mrtr_params",
+                       "error_code", "client_info", "cancel_id")  # fmt: skip
+_PlainRow = tuple[
+    str, str | None, str | None, str, str, int, bool | None, bool | None, str | None,
+    str | None, float | None,
+]  # fmt: skip
+_sha256 = hashlib.sha256
 
-    Plain: one JSON object of JSON-RPC 2.0 with an int or string id (or none), no float, no
-    character past U+FFFF, and nothing `_describe` reads but a progress notification's params
-    and a response's result fields (no `_meta`, no listed tools). Everything else, the batches
-    and the invalid included, takes the general way, which stays the reference
-    (tests/test_normalize.py checks both give the same on random payloads).
+
+def _plain(raw: bytes) -> _PlainRow | None:
+    """The `PLAIN_COLUMNS` of a plain message, else None (see `_describe_plain`).
+
+    One tuple a payload, no other object: this runs once per SSE event of a first analysis.
     """
     if raw.startswith(_BOM):
         return None
@@ -359,7 +369,14 @@ def _describe_plain(raw: bytes) -> _Described | None:
             if "_meta" in params:
                 return None
             if method == "notifications/progress":
-                token, progress = _progress(params)
+                token = params.get("progressToken")
+                step = params.get("progress")
+                # The usual: ints, within 64 bits here (orjson reads longer ones as floats,
+                # which are not plain), so `_progress`'s text and float of them directly.
+                if type(token) is int and type(step) is int:
+                    token, progress = int.__repr__(token), float(step)
+                else:
+                    token, progress = _progress(params)
         elif params is not None:
             return None
         kind = _REQUEST if rpc_id is not None else _NOTIFICATION
@@ -378,19 +395,40 @@ def _describe_plain(raw: bytes) -> _Described | None:
                 result.get("inputRequests")
             )
             is_error = result.get("isError") is True
-    raw_hash = _raw_hash(raw)
-    payload_hash = raw_hash if compact == raw else hashlib.sha256(compact).hexdigest()[:16]
+    raw_hash = _sha256(raw).hexdigest()[:16]
+    payload_hash = raw_hash if compact == raw else _sha256(compact).hexdigest()[:16]
+    return (kind, rpc_id, method, payload_hash, raw_hash, len(raw), input_required, is_error,
+            protocol_version, token, progress)  # fmt: skip
+
+
+def _describe_plain(raw: bytes) -> _Described | None:
+    """`_describe_payload(raw)` for the messages nearly all traffic is made of, else None.
+
+    Plain: one JSON object of JSON-RPC 2.0 with an int or string id (or none), no float, no
+    character past U+FFFF, and nothing `_describe` reads but a progress notification's params
+    and a response's result fields (no `_meta`, no listed tools). Everything else, the batches
+    and the invalid included, takes the general way, which stays the reference
+    (tests/test_normalize.py checks both give the same on random payloads).
+    """
+    plain = _plain(raw)
+    if plain is None:
+        return None
+    (kind, rpc_id, method, payload_hash, raw_hash, size, input_required, is_error,
+     protocol_version, token, progress) = plain  # fmt: skip
     row: _MsgRow = (None, kind, rpc_id, method, None, payload_hash, None, None, None,
                     input_required, is_error, None, protocol_version, None, None, token,
                     progress)  # fmt: skip
-    return _Described(kind, protocol_version, raw_hash, len(raw), payload_hash, (row,), ())
+    return _Described(kind, protocol_version, raw_hash, size, payload_hash, (row,), ())
 
 
 def _describe_payload(raw: bytes, text: str | None = None) -> _Described:
     """Classify a body (`raw`) or an SSE data buffer (`text`, with `raw` its UTF-8 bytes)."""
     plain = _describe_plain(raw)
-    if plain is not None:
-        return plain
+    return _describe_general(raw, text) if plain is None else plain
+
+
+def _describe_general(raw: bytes, text: str | None = None) -> _Described:
+    """`_describe_payload` of any payload, the plain ones included (the reference way)."""
     raw_hash = _raw_hash(raw)
     top, compact = classify_sorted(raw if text is None else text)
     if top.reason in _UNPARSED:
@@ -656,19 +694,98 @@ class SseRun:
 
 @dataclass(frozen=True, slots=True)
 class BulkDescription:
-    """`describe_data` of a list of SSE data buffers (type "message"), one entry a buffer."""
+    """`describe_data` of a list of SSE data buffers (type "message"), keyed by `event`, the
+    buffer's index in the list."""
 
-    data_hash: list[str | None]
-    data_bytes: list[int]
-    payload_hash: list[str | None]
-    result_version: list[str | None]
-    messages: pl.DataFrame  # `event` (index into the list), then RAW_MESSAGES from member on
+    carried: pl.DataFrame  # `_CARRIED`: one row a non-empty buffer
+    messages: pl.DataFrame  # `event`, then RAW_MESSAGES from member on
     tools: pl.DataFrame  # `event`, then RAW_TOOLS from rpc_id on
 
 
 _BULK_MESSAGE_COLUMNS = ("member", "kind", "rpc_id", "method", "reason", "payload_hash",
                          "data_hash", *list(S.RAW_MESSAGES)[14:])  # fmt: skip
 _BULK_TOOL_COLUMNS = list(S.RAW_TOOLS)[3:]
+_EVENT: Final = ("event", pl.Int64())
+_BULK_MESSAGE_SCHEMA: Final = pl.Schema(
+    [_EVENT, *((name, S.RAW_MESSAGES[name]) for name in _BULK_MESSAGE_COLUMNS)]
+)
+_BULK_TOOL_SCHEMA: Final = pl.Schema(
+    [_EVENT, *((name, S.RAW_TOOLS[name]) for name in _BULK_TOOL_COLUMNS)]
+)
+# What an event's data gives the event itself (`result_version`: of an initialize result).
+_CARRIED: Final = pl.Schema(
+    [
+        _EVENT,
+        ("data_hash", S.RAW_EVENTS["data_hash"]),
+        ("data_bytes", pl.Int64()),
+        ("payload_hash", S.RAW_EVENTS["payload_hash"]),
+        ("result_version", pl.String()),
+    ]
+)
+_PLAIN_SCHEMA: Final = pl.Schema(
+    [
+        (name, pl.Int64() if name == "data_bytes" else _BULK_MESSAGE_SCHEMA[name])
+        for name in PLAIN_COLUMNS
+    ]
+)
+
+
+def _plain_frame(at: list[int], rows: list[_PlainRow]) -> pl.DataFrame:
+    """The plain messages' columns: `_CARRIED` and `_BULK_MESSAGE_SCHEMA` both."""
+    columns = zip(*rows, strict=True) if rows else ([] for _ in PLAIN_COLUMNS)
+    frame = pl.DataFrame(
+        [
+            pl.Series(name, values, dtype)
+            for (name, dtype), values in zip(_PLAIN_SCHEMA.items(), columns, strict=True)
+        ]
+    )
+    return frame.with_columns(
+        pl.Series("event", at, pl.Int64),
+        pl.col("protocol_version").alias("result_version"),
+        *(pl.lit(None, _BULK_MESSAGE_SCHEMA[name]).alias(name) for name in _PLAIN_NULLS),
+    )
+
+
+class _General(NamedTuple):
+    carried: pl.DataFrame
+    messages: pl.DataFrame
+    tools: pl.DataFrame
+
+
+def _general_frames(at: list[int], described: list[_Described]) -> _General:
+    """The frames of `BulkDescription` for payloads described the general way."""
+    carried = _frame(
+        _CARRIED,
+        [
+            at,
+            [d.data_hash for d in described],
+            [d.data_bytes for d in described],
+            [d.payload_hash for d in described],
+            [d.result_version for d in described],
+        ],
+    )
+    pairs = list(zip(at, described, strict=True))
+    rows = [row for _, d in pairs for row in d.rows]
+    # A message row is all of `_BULK_MESSAGE_COLUMNS` but the carrier's `data_hash`.
+    row_columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [
+        () for _ in range(len(_BULK_MESSAGE_COLUMNS) - 1)
+    ]
+    messages: list[Sequence[Any]] = [
+        [i for i, d in pairs for _ in d.rows],
+        *row_columns[:6],
+        [d.data_hash for _, d in pairs for _ in d.rows],
+        *row_columns[6:],
+    ]
+    listed = [(i, tool) for i, d in pairs for tool in d.tools]
+    tools: list[Sequence[Any]] = [[i for i, _ in listed]]
+    tools.extend(
+        zip(*(tool for _, tool in listed), strict=True)
+        if listed
+        else ([] for _ in _BULK_TOOL_COLUMNS)
+    )
+    return _General(
+        carried, _frame(_BULK_MESSAGE_SCHEMA, messages), _frame(_BULK_TOOL_SCHEMA, tools)
+    )
 
 
 class Normalizer:
@@ -708,7 +825,13 @@ class Normalizer:
         self._payload = self._payload_cols.appenders()
         self._seen_payloads: set[str] = set()
         self._memo: dict[str, _Described] = {}
-        self._bulk: dict[str, list[pl.DataFrame]] = {"events": [], "messages": [], "tools": []}
+        self._bulk_memo: dict[str, _PlainRow | _Described] = {}
+        self._bulk: dict[str, list[pl.DataFrame]] = {
+            "events": [],
+            "messages": [],
+            "tools": [],
+            "payloads": [],
+        }
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "capture_open": self._capture_open,
             "request": self._request,
@@ -738,63 +861,44 @@ class Normalizer:
 
     def describe_data(self, datas: Sequence[str]) -> BulkDescription:
         """What `_event` derives from the data of "message" events, for many at once; an
-        empty buffer (an id-only event) has no payload."""
-        memo = self._memo
-        described: list[_Described | None] = []
-        keep = described.append
-        for data in datas:
+        empty buffer (an id-only event) has no payload.
+
+        The plain messages (`_plain`: nearly all) give one tuple each, turned into columns at
+        once; the others are described the general way, row by row.
+        """
+        memo = self._bulk_memo
+        plain_at: list[int] = []
+        plain_rows: list[_PlainRow] = []
+        other_at: list[int] = []
+        others: list[_Described] = []
+        for index, data in enumerate(datas):
             if not data:
-                keep(None)
                 continue
             found = memo.get(data)
             if found is None:
-                found = _describe_payload(data.encode("utf-8", "surrogatepass"), data)
+                raw = data.encode("utf-8", "surrogatepass")
+                found = _plain(raw) or _describe_general(raw, data)
                 if len(memo) >= _MEMO_MAX:
                     memo.clear()
                 memo[data] = found
-            keep(found)
-        # Columns by comprehension and `zip`, not a tuple a row: one payload is one row but
-        # for a batch.
-        data_hash = [None if d is None else d.data_hash for d in described]
-        data_bytes = [0 if d is None else d.data_bytes for d in described]
-        payload_hash = [None if d is None else d.payload_hash for d in described]
-        versions = [None if d is None else d.result_version for d in described]
-        present = [(i, d) for i, d in enumerate(described) if d is not None]
-        rows = [row for _, d in present for row in d.rows]
-        # A message row is all of `_BULK_MESSAGE_COLUMNS` but the carrier's `data_hash`.
-        row_columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [
-            () for _ in range(len(_BULK_MESSAGE_COLUMNS) - 1)
-        ]
-        messages: list[Sequence[Any]] = [
-            [i for i, d in present for _ in d.rows],
-            *row_columns[:6],
-            [d.data_hash for _, d in present for _ in d.rows],
-            *row_columns[6:],
-        ]
-        listed = [(i, tool) for i, d in present for tool in d.tools]
-        tools: list[Sequence[Any]] = [[i for i, _ in listed]]
-        tools.extend(
-            zip(*(tool for _, tool in listed), strict=True)
-            if listed
-            else ([] for _ in _BULK_TOOL_COLUMNS)
-        )
-        message_schema = pl.Schema(
+            if isinstance(found, _Described):
+                other_at.append(index)
+                others.append(found)
+            else:
+                plain_at.append(index)
+                plain_rows.append(found)
+        plain = _plain_frame(plain_at, plain_rows)
+        general = _general_frames(other_at, others)
+        carried = pl.concat(
             [
-                ("event", pl.Int64()),
-                *((name, S.RAW_MESSAGES[name]) for name in _BULK_MESSAGE_COLUMNS),
+                plain.select(_CARRIED.names()),
+                general.carried,
             ]
+        ).sort("event")
+        messages = pl.concat([plain.select(_BULK_MESSAGE_SCHEMA.names()), general.messages]).sort(
+            "event", maintain_order=True
         )
-        tool_schema = pl.Schema(
-            [("event", pl.Int64()), *((name, S.RAW_TOOLS[name]) for name in _BULK_TOOL_COLUMNS)]
-        )
-        return BulkDescription(
-            data_hash,
-            data_bytes,
-            payload_hash,
-            versions,
-            _frame(message_schema, messages),
-            _frame(tool_schema, tools),
-        )
+        return BulkDescription(carried, messages, general.tools)
 
     def take_run(self, flow_id: str, run: SseRun) -> tuple[int, int, str] | None:
         """Take a run of chunk records decoded in bulk: the flow's (events, payload events,
@@ -835,12 +939,14 @@ class Normalizer:
         self._bulk["messages"].append(messages)
         self._bulk["tools"].append(tools)
 
-    def add_payloads(self, hashes: Sequence[str], texts: Sequence[str]) -> None:
-        """Payload texts (SSE data) of bulk-lane events, stored once each."""
+    def add_payloads(self, payloads: pl.DataFrame) -> None:
+        """Payload texts (`data_hash`, `text`: SSE data) of bulk-lane events, stored once each."""
+        distinct = payloads.unique("data_hash", keep="first", maintain_order=True)
         seen = self._seen_payloads
-        for data_hash, text in zip(hashes, texts, strict=True):
-            if data_hash not in seen:
-                self._store_payload(data_hash, text, False)
+        hashes = distinct["data_hash"].to_list()
+        fresh = distinct.filter(pl.Series([h not in seen for h in hashes], dtype=pl.Boolean))
+        seen.update(hashes)
+        self._bulk["payloads"].append(fresh.with_columns(pl.lit(False).alias("base64")))
 
     def _with_bulk(self, table: str, frame: pl.DataFrame) -> pl.DataFrame:
         parts = self._bulk[table]
@@ -859,7 +965,7 @@ class Normalizer:
             events=self._with_bulk("events", self._event_cols.take()),
             messages=self._with_bulk("messages", self._message_cols.take()),
             tools=self._with_bulk("tools", self._tool_cols.take()),
-            payloads=self._payload_cols.take(),
+            payloads=self._with_bulk("payloads", self._payload_cols.take()),
         )
 
     def finish(self) -> NormalizedFrames:

@@ -226,11 +226,12 @@ class _Block:
                 queue.append((row["line"], row))
             self.chunks = chunks = chunks.filter(plain)
         described = self.normalizer.describe_data(events["data"].to_list())
-        events = events.with_columns(
-            pl.Series("data_hash", described.data_hash, pl.String),
-            pl.Series("data_bytes", described.data_bytes, pl.Int64),
-            pl.Series("payload_hash", described.payload_hash, pl.String),
-            pl.Series("result_version", described.result_version, pl.String),
+        events = (
+            events.with_row_index("event")
+            .with_columns(pl.col("event").cast(pl.Int64))
+            .join(described.carried, on="event", how="left", maintain_order="left")
+            .with_columns(pl.col("data_bytes").fill_null(0))
+            .drop("event")
         )
         for info in bulk.runs(self.chunks, events).iter_rows(named=True):
             self.pending[info["flow_id"]] = info
@@ -328,7 +329,7 @@ class _Block:
         carried = events.filter(
             pl.col("flow_id").is_in(taken["flow_id"].implode()) & ~pl.col("id_only")
         )
-        self.normalizer.add_payloads(carried["data_hash"].to_list(), carried["data"].to_list())
+        self.normalizer.add_payloads(carried.select("data_hash", pl.col("data").alias("text")))
 
 
 def _run(

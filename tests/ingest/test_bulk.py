@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -39,30 +40,41 @@ _PAYLOADS = [
     "two\nlines",
     "",
     '[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]',
+    # Plain messages in their other shapes, and near misses the general way describes.
+    '{"params":{"total":9,"progressToken":"t","progress":4},"method":"notifications/progress","jsonrpc":"2.0"}',
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2.5}}',
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":123456789012345678901,"progress":1}}',
+    '{"jsonrpc":"2.0","id":"r\\u00e91","result":{"isError":true,"content":[]}}',
+    '{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{"a":1}}}',
+    '{"jsonrpc":"2.0","id":5,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":6,"result":"text"}',
+    '{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"x"}}',
 ]
 
 _event = st.fixed_dictionaries(
     {
         # Mostly the plain shape the bulk lane takes, sometimes what it must leave.
         "id": st.sampled_from([None, "", "7", "s_1", "a b"]),
-        "data": st.sampled_from(_PAYLOADS),
+        "data": st.sampled_from([*_PAYLOADS, None]),  # None: no data line (id alone)
         "event": st.sampled_from([None, None, None, "message", "", "endpoint"]),
         "retry": st.sampled_from([None] * 7 + ["3000"]),
         "comment": st.sampled_from([False] * 7 + [True]),
+        "event_at": st.sampled_from([0, 1, 2]),  # where the `event` line goes among the others
     }
 )
 
 
 def _block(event: dict[str, Any]) -> list[str]:
-    lines = [": keep-alive"] if event["comment"] else []
-    if event["event"] is not None:
-        lines.append(f"event: {event['event']}")
+    lines = []
     if event["id"] is not None:
         lines.append(f"id: {event['id']}")
     if event["retry"] is not None:
         lines.append(f"retry: {event['retry']}")
-    lines.extend(f"data: {part}" for part in event["data"].split("\n"))
-    return lines
+    if event["data"] is not None:
+        lines.extend(f"data: {part}" for part in event["data"].split("\n"))
+    if event["event"] is not None:
+        lines.insert(min(event["event_at"], len(lines)), f"event: {event['event']}")
+    return [": keep-alive", *lines] if event["comment"] else lines
 
 
 @st.composite
@@ -123,15 +135,30 @@ def _tables(out: Path) -> dict[str, pl.DataFrame]:
     }
 
 
+def _written(capture: Capture, path: Path) -> Path:
+    """The capture with its records laid out as the capture writer does (`seq` first)."""
+    lines = [
+        json.dumps({"seq": r["seq"], **r}, separators=(",", ":")).encode() + b"\n"
+        for r in capture.records
+    ]
+    path.write_bytes(b"".join(lines))
+    return path
+
+
 @settings(max_examples=60, deadline=None)
-@given(capture=_capture(), block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]))
-def test_both_lanes_give_the_same_frames(capture: Capture, block: int) -> None:
+@given(
+    capture=_capture(),
+    block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]),
+    writer_layout=st.booleans(),
+)
+def test_both_lanes_give_the_same_frames(capture: Capture, block: int, writer_layout: bool) -> None:
     reference = normalize_records(capture.records)
     held = jsonl._READ_BLOCK
     jsonl._READ_BLOCK = block  # blocks cut runs and flows: the lane must carry state across
     try:
         with tempfile.TemporaryDirectory() as folder:
-            path = capture.write(Path(folder) / "cap.jsonl")
+            name = Path(folder) / "cap.jsonl"
+            path = _written(capture, name) if writer_layout else capture.write(name)
             out = Path(folder) / "out"
             out.mkdir()
             read_capture(path, out, workers=1)
@@ -198,3 +225,52 @@ def test_each_flow_has_one_owner_and_a_line_without_one_goes_to_the_first() -> N
     assert sorted(i for taken in both for group in taken for i in group) == list(range(63))
     chunks, others = bulk.sieve(lines, 1, 0, skip_first=False)
     assert (len(chunks), len(others)) == (60, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("id: 1\ndata: {}\n\n", [("1", "{}")]),
+        ("id: 1\nevent: message\ndata: {}\n\n", [("1", "{}")]),
+        ("event: message\nid:1\ndata:{}\n\n", [("1", "{}")]),
+        ("data:  x\nevent: message\n\n", [(None, " x")]),
+        ("id: 7\n\nid: 8\ndata: y\n\n", [("7", ""), ("8", "y")]),
+        ("event: message\n\n", [(None, "")]),
+        ("data: x\nid: 2\n\n", [("2", "x")]),  # data first: read by the line patterns
+        ("id: 1\nevent: message\nevent: message\ndata: x\n\n", [("1", "x")]),
+        ("id: 1\nevent:\ndata: x\n\n", [("1", "x")]),
+    ],
+)
+def test_each_plain_block_gives_its_id_and_data(
+    text: str, expected: list[tuple[str | None, str]]
+) -> None:
+    chunk = {"kind": "chunk", "seq": 1, "ts_ns": 1, "flow": "f", "n": 0, "data": {"text": text}}
+    chunks, _ = bulk.read_chunks([json.dumps(chunk, separators=(",", ":")).encode()])
+    events, plain = bulk.plain_events(chunks)
+    assert plain.to_list() == [True]
+    assert events.select("event_id", "data").rows() == expected
+
+
+_WRITTEN = '{"seq":3,"kind":"chunk","ts_ns":5,"mono_ns":4,"flow":"f","n":0,"content_encoding":null,"data":{"text":"%s"}}'
+
+
+@pytest.mark.parametrize(
+    ("line", "usual", "taken"),
+    [
+        (_WRITTEN % r"id: 1\ndata: {\"a\":\"\u00e9\\ud800\"}\n\n", True, True),  # "\\ud800": text
+        (_WRITTEN.replace('"seq":3,', "").replace("}}", '},"seq":3}') % "x", True, True),
+        (_WRITTEN % r"\ud800", False, False),  # a lone surrogate: no Unicode text
+        (_WRITTEN % r"\udc00 \ud7ff", False, False),
+        (_WRITTEN.replace('"n":0', '"n":0,"seq":9') % "x", False, False),  # seq twice
+        (_WRITTEN.replace("null", '"gzip"') % "x", True, True),
+        (_WRITTEN.replace("}}", '},"decompress_capped":null}') % "x", False, True),
+        (_WRITTEN.replace('"text":"%s"', '"b64":"AA=="'), False, False),
+        (_WRITTEN.replace('"n":0', '"n":-1') % "x", False, False),
+    ],
+)
+def test_a_line_in_the_writers_layout_is_taken_in_one_search(
+    line: str, usual: bool, taken: bool
+) -> None:
+    assert (pl.Series([line]).str.contains(bulk.WRITER_SHAPE).item()) is usual
+    chunks, refused = bulk.read_chunks([line.encode()])
+    assert (chunks.height, refused) == ((1, []) if taken else (0, [0]))
