@@ -189,6 +189,19 @@ def test_timeline_never_imports_ingest_nor_the_cache() -> None:
     assert importers == set()
 
 
+def test_ingest_never_imports_the_timeline() -> None:
+    # The tail returns tables; its caller (`analyzer.analysis.LiveTimeline`) builds the timeline.
+    graph, _ = _imports(_modules())
+    importers = {
+        (m, d)
+        for m, deps in graph.items()
+        if m.startswith("analyzer.ingest")
+        for d in deps
+        if d.startswith("analyzer.timeline")
+    }
+    assert importers == set()
+
+
 def test_no_private_name_imported_across_modules() -> None:
     _, private = _imports(_modules())
     assert {(m, t, n) for m, t, n in private if (m, t) not in PRIVATE_IMPORTS} == set()
