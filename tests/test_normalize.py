@@ -327,7 +327,7 @@ def test_fast_canonical_hash_edge_cases(value: object) -> None:
 
 
 def _reference_described(raw: bytes, text: str) -> tuple[str, str, tuple[Any, ...]]:
-    """What `_describe_payload` gives, from the full `json` classifier and `canonical_hash`."""
+    """What `describe_payload` gives, from the full `json` classifier and `canonical_hash`."""
     raw_hash = N.bytes_hash(raw)
     top = jsonrpc._classify_text(text.removeprefix("\ufeff"), False)
     unparsed = top.reason in N._UNPARSED
