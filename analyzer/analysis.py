@@ -1,10 +1,12 @@
 """An analysis's timeline from its inputs: the one place that reads inputs (through the parse
 cache), calls the transform (`analyzer.timeline`) and stores or reads back its frames
 (`analyzer.cache.frames`), for the commands (`analyze`, `export`), the dashboard and the pytest
-plugin."""
+plugin; and the Live page's timeline of a capture still being written (`LiveTimeline`)."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,11 +17,12 @@ from analyzer import schema as S
 from analyzer.cache import FrameWriter, frame_set, read_frames, read_through
 from analyzer.command import UsageError, one_line
 from analyzer.ingest import Ingested, IngestError, read_inputs
+from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import RawTables, Timeline, assemble, build_timeline
 from analyzer.timeline.frames import STORED
 from analyzer.timeline.kept import Kept
 
-__all__ = ["load_timeline", "raw_tables", "read_timeline"]
+__all__ = ["LiveTimeline", "load_timeline", "raw_tables", "read_timeline"]
 
 
 def raw_tables(ingested: Ingested) -> RawTables:
@@ -137,3 +140,41 @@ def load_timeline(
         )
     except (IngestError, SeamwatchError, OSError) as e:
         raise UsageError(one_line(e)) from None
+
+
+class LiveTimeline:
+    """The timeline of what a `CaptureTail` read so far, rebuilt only after a poll that changed
+    its tables (its `version`).
+
+    A Timeline handed out holds the tail's part files it scans and its spill folder while it is
+    alive, even after later polls compacted or dropped them, a restart, or `close()`. Safe to
+    share between threads (the Live page of several browser tabs).
+    """
+
+    def __init__(self, tail: CaptureTail) -> None:
+        self.tail = tail
+        self._lock = threading.Lock()
+        self._built: tuple[int, Timeline] | None = None
+
+    def timeline(self) -> Timeline:
+        """The timeline of everything the tail read so far (the one built last when no poll
+        changed the tables since)."""
+        with self._lock:
+            if self._built is not None and self._built[0] == self.tail.version:
+                return self._built[1]
+            tables = self.tail.tables()
+            raw = RawTables(**tables.scans, payload_rows=tables.payload_rows)
+            built = build_timeline(raw, [tables.report], spill_dir=tables.spill_dir)
+            weakref.finalize(built, _hold, tables.keep)
+            self._built = (tables.version, built)
+            return built
+
+    def close(self) -> None:
+        """Let go of the timeline built last and close the tail (`CaptureTail.close`)."""
+        with self._lock:
+            self._built = None
+            self.tail.close()
+
+
+def _hold(*_: object) -> None:
+    """A finalizer's callback that does nothing: its arguments live as long as its object."""

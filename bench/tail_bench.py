@@ -6,7 +6,7 @@
 The capture is copied to `--work` with its last records held back and its last file renamed to
 `.partial`, as a running proxy leaves it. Then, in this one process:
 
-- first:    the tail's first poll, then its timeline (everything read, in this process);
+- first:    the tail's first poll, then its timeline (`LiveTimeline`: everything read, here);
 - idle:     a poll that finds no new bytes (stat only), and the timeline asked again;
 - append:   the held-back records (about `--new` SSE events) appended, then a poll and the
             timeline rebuilt (what one Live refresh costs now);
@@ -91,7 +91,7 @@ def main() -> None:
 
     import polars as pl
 
-    from analyzer.analysis import read_timeline
+    from analyzer.analysis import LiveTimeline, read_timeline
     from analyzer.detectors import DETECTORS, run_detectors
     from analyzer.ingest.tail import CaptureTail
 
@@ -99,10 +99,11 @@ def main() -> None:
     out: dict[str, object] = {"bytes": sum(f.stat().st_size for f in args.work.glob("*.jsonl*"))}
 
     tail = CaptureTail(args.work)
+    live = LiveTimeline(tail)
     start = time.perf_counter()
     first = tail.poll()
     out["first_poll_ms"] = _ms(time.perf_counter() - start)
-    tail.timeline()
+    live.timeline()
     out["first_ms"] = _ms(time.perf_counter() - start)
     out["first_records"] = first.records
     out["rss_after_first_mb"] = _peak_mb()
@@ -111,7 +112,7 @@ def main() -> None:
     for _ in range(20):
         start = time.perf_counter()
         polled = tail.poll()
-        tail.timeline()
+        live.timeline()
         idle.append(time.perf_counter() - start)
         assert not polled.changed and polled.bytes_read == 0
     out["idle_poll_ms_median"] = _ms(statistics.median(idle))
@@ -121,7 +122,7 @@ def main() -> None:
     start = time.perf_counter()
     polled = tail.poll()
     poll_s = time.perf_counter() - start
-    timeline = tail.timeline()
+    timeline = live.timeline()
     total_s = time.perf_counter() - start
     out["append_bytes"] = polled.bytes_read
     out["append_records"] = polled.records

@@ -1,15 +1,16 @@
 """The dashboard's loaders: the analyzer's frames for one input, cached and bounded.
 
 Every loader takes the inputs (`Source`: one path or several, merged into one analysis as by
-`seamwatch analyze`) and their `signature` (name, size and mtime of each file read),
-so a capture that grows (a running proxy's `.partial` file) gets new entries and an unchanged
-one is never read twice; the analyzer's Parquet cache, keyed the same way, makes even a new
-entry cheap when another process already parsed that state. The Live page instead follows a
-capture with one `analyzer.ingest.tail.CaptureTail` per path, which reads only the bytes
-appended since the previous refresh (`live_state` and the `live_*` loaders). Each cache has a bound
-(`max_entries`). Loaders return plain Polars frames and small dataclasses; the analysis is the
-analyzer's (`read_timeline`, `run_detectors`), its selection for display `dashboards.queries`'
-(streamlit-free): here it is only cached.
+`seamwatch analyze`) and their `signature` (name, size and mtime of each file read), so a capture
+that grows (a running proxy's `.partial` file) gets new entries and an unchanged one is never
+read twice; the analyzer's Parquet cache, keyed the same way, makes even a new entry cheap when
+another process already parsed that state. The Live page instead follows a capture with one
+`analyzer.ingest.tail.CaptureTail` per path (its timeline built by
+`analyzer.analysis.LiveTimeline`), which reads only the bytes appended since the previous refresh
+(`live_state` and the `live_*` loaders). Each cache has a bound (`max_entries`). Loaders return
+plain Polars frames and small dataclasses; the analysis is the analyzer's (`read_timeline`,
+`run_detectors`), its selection for display `dashboards.queries`' (streamlit-free): here it is
+only cached.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import polars as pl
 import streamlit as st
 
-from analyzer.analysis import read_timeline
+from analyzer.analysis import LiveTimeline, read_timeline
 from analyzer.ingest import input_kind
 from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import Timeline
@@ -128,17 +129,18 @@ def recent_exchanges(source: Source, sig: Signature, limit: int = 50) -> pl.Data
 # -- Live ---------------------------------------------------------------------------------------
 
 
-def _release_tail(entry: tuple[CaptureTail, str]) -> None:
+def _release_tail(entry: tuple[LiveTimeline, str]) -> None:
     """An evicted (or cleared) reader lets its private folder go: removed once no Timeline it
     handed out is still in use (a rerun that holds one keeps reading it)."""
     entry[0].close()
 
 
 @st.cache_resource(max_entries=4, show_spinner=False, on_release=_release_tail)
-def _capture_tail(path: str) -> tuple[CaptureTail, str]:
-    """The Live page's reader of a growing capture, kept across reruns, and a token naming it
-    (the loaders' cache key: a reader made again after eviction starts its versions over)."""
-    return CaptureTail(path), uuid.uuid4().hex
+def _capture_tail(path: str) -> tuple[LiveTimeline, str]:
+    """The Live page's reader of a growing capture and the timeline built from it, kept across
+    reruns, and a token naming it (the loaders' cache key: a reader made again after eviction
+    starts its versions over)."""
+    return LiveTimeline(CaptureTail(path)), uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,8 @@ def live_state(path: str) -> LiveState:
     if input_kind(Path(path)) != "capture":
         sig = signature((path,))
         return LiveState(f"sig:{sig!r}", sig, _timeline((path,), sig), 0, 0, False, False)
-    tail, token = _capture_tail(path)
+    live, token = _capture_tail(path)
+    tail = live.tail
     if tail.version:
         polled = tail.poll()
     else:
@@ -173,7 +176,7 @@ def live_state(path: str) -> LiveState:
     return LiveState(
         key=f"{token}:{tail.version}",
         files=tail.files,
-        timeline=tail.timeline(),
+        timeline=live.timeline(),
         bytes_read=polled.bytes_read,
         records_read=polled.records,
         restarted=polled.restarted,

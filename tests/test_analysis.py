@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import load_timeline, raw_tables, read_timeline
+from analyzer.analysis import LiveTimeline, load_timeline, raw_tables, read_timeline
 from analyzer.command import UsageError
 from analyzer.ingest import read_inputs
+from analyzer.ingest.tail import CaptureTail
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures/dashboard/round-robin-replicas/capture"
 
@@ -42,3 +44,31 @@ def test_unreadable_input_is_a_usage_error(tmp_path: Path) -> None:
         load_timeline(
             [tmp_path / "missing.jsonl"], replica_header=None, client_header=None, use_cache=True
         )
+
+
+def test_the_live_timeline_is_built_from_the_tail_once_per_version(capture: Path) -> None:
+    live = LiveTimeline(CaptureTail(capture))
+    live.tail.poll()
+    built = live.timeline()
+    full = read_timeline([capture], cache=False)
+    assert built.sessions.collect().equals(full.sessions.collect())
+    assert live.tail.poll().changed is False
+    assert live.timeline() is built  # no poll changed the tables: not built again
+    live.tail.close()  # bumps the version: what it shows now (nothing) is not what it showed
+    assert live.timeline() is not built
+    assert live.timeline().sessions.collect().height == 0
+
+
+def test_a_live_timeline_holds_the_tail_folder_until_it_is_gone(capture: Path) -> None:
+    live = LiveTimeline(CaptureTail(capture))
+    live.tail.poll()
+    held = live.timeline()
+    folder = live.tail.folder
+    assert folder is not None
+    live.close()
+    assert live.tail.folder is None
+    assert folder.exists()  # `held` still scans its parts
+    assert held.sessions.collect().height > 0
+    del held
+    gc.collect()
+    assert not folder.exists()

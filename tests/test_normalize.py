@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from analyzer import jsonrpc
-from analyzer import normalize as N
 from analyzer import schema as S
 from analyzer.canonical import canonical_hash, canonical_json
 from analyzer.capture.framing import ContentDecoder
-from analyzer.normalize import Normalizer, fast_canonical_hash, normalize_records
+from analyzer.normalize import Normalizer, fast_canonical_hash, handlers, normalize_records
+from analyzer.normalize import describe as N
 from tests.support.records import Capture, event, ms, req, res, sse
 
 H = {"mcp-session-id": "S1"}
@@ -244,7 +244,7 @@ def test_damage_is_counted_and_skipped() -> None:
 
 
 def test_only_the_latest_ended_flows_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(N, "_ENDED_MAX", 2)
+    monkeypatch.setattr(handlers, "_ENDED_MAX", 2)
     c = Capture()
     flows = [c.request("GET") for _ in range(3)]
     for f in flows:
@@ -327,8 +327,8 @@ def test_fast_canonical_hash_edge_cases(value: object) -> None:
 
 
 def _reference_described(raw: bytes, text: str) -> tuple[str, str, tuple[Any, ...]]:
-    """What `_describe_payload` gives, from the full `json` classifier and `canonical_hash`."""
-    raw_hash = N._raw_hash(raw)
+    """What `describe_payload` gives, from the full `json` classifier and `canonical_hash`."""
+    raw_hash = N.bytes_hash(raw)
     top = jsonrpc._classify_text(text.removeprefix("\ufeff"), False)
     unparsed = top.reason in N._UNPARSED
     payload_hash = raw_hash if unparsed else canonical_hash(top.value)
@@ -366,14 +366,14 @@ def test_describe_payload_equals_the_reference_path(
         value, sort_keys=sort_keys, separators=separators, ensure_ascii=ascii_only
     )
     raw = text.encode("utf-8")
-    described = N._describe_payload(raw, text)
+    described = N.describe_payload(raw, text)
     kind, payload_hash, rows = _reference_described(raw, text)
     assert (described.top_kind, described.payload_hash, described.rows) == (
         kind,
         payload_hash,
         rows,
     )
-    assert N._describe_payload(raw) == described
+    assert N.describe_payload(raw) == described
 
 
 @pytest.mark.parametrize(
@@ -391,7 +391,7 @@ def test_describe_payload_equals_the_reference_path(
 )
 def test_describe_payload_edge_cases(text: str) -> None:
     raw = text.encode("utf-8")
-    described = N._describe_payload(raw, text)
+    described = N.describe_payload(raw, text)
     assert (described.top_kind, described.payload_hash, described.rows) == _reference_described(
         raw, text
     )
@@ -556,7 +556,7 @@ def test_a_body_text_with_a_lone_surrogate_is_stored_as_its_bytes() -> None:
     frames = normalize_records(c.records)
     raw = text.encode("utf-8", "surrogatepass")
     body_hash = frames.flows["request_body_hash"].item()
-    assert body_hash == N._raw_hash(raw)
+    assert body_hash == N.bytes_hash(raw)
     stored = frames.payloads.filter(pl.col("data_hash") == body_hash).row(0, named=True)
     assert (stored["text"], stored["base64"]) == (base64.b64encode(raw).decode(), True)
     assert frames.messages.filter(pl.col("direction") == "c2s")["reason"].to_list() == ["not-utf8"]

@@ -6,20 +6,23 @@ it has read (a renamed file keeps its inode, so it keeps its offset), feeds the 
 lines to one persistent `Normalizer` in capture order (the order `lines.plan` gives), with the
 line parsing and damage counting of `analyzer.ingest.jsonl`, and writes the normalized rows it
 drains to Parquet parts in a private folder (`_Store`): memory holds the normalizer's state, not
-the rows read. Its `timeline()` is the timeline of everything read so far, scans of those parts;
-flows still open show their events through `Normalizer.snapshot()`.
+the rows read. Its `tables()` are the normalized tables of everything read so far, scans of those
+parts; flows still open show their events through `Normalizer.snapshot()`. The tail returns
+tables, not a timeline: its caller builds that (`analyzer.analysis.LiveTimeline`), so ingest
+never imports the transform.
 
-A Timeline handed out keeps the part files it scans (and its spill folder) until it is garbage
-collected, even after later polls compacted or dropped them, a restart, or `close()`: the folder
-is removed once neither the tail nor any of its Timelines needs it, and at interpreter exit.
+What is built from the tables keeps the part files they scan (and the spill folder handed with
+them) while it holds `TailTables.keep`, even after later polls compacted or dropped them, a
+restart, or `close()`: the folder is removed once neither the tail nor anything built from its
+tables needs it, and at interpreter exit.
 
-The contract: after every poll, `timeline()` equals what `read_timeline` builds from the same
-files (tests/ingest/test_tail.py checks it frame by frame). A torn last line is not read until
-its line end arrives; meanwhile it is counted as a full read would count it. When the files
-change in a way appending cannot explain (a file shrinks, vanishes, is replaced, gains bytes
-after a later file was read, or a new file sorts before one already read), the tail starts over
-from the beginning: still exact, only slower. A poll that finds no new bytes only lists and
-stats the files.
+The contract: after every poll, the timeline built from `tables()` equals what `read_timeline`
+builds from the same files (tests/ingest/test_tail.py checks it frame by frame). A torn last
+line is not read until its line end arrives; meanwhile it is counted as a full read would count
+it. When the files change in a way appending cannot explain (a file shrinks, vanishes, is
+replaced, gains bytes after a later file was read, or a new file sorts before one already
+read), the tail starts over from the beginning: still exact, only slower. A poll that finds no
+new bytes only lists and stats the files.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import tempfile
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
@@ -60,9 +63,8 @@ from analyzer.ingest.lines import (
 )
 from analyzer.normalize import NormalizedFrames, Normalizer
 from analyzer.scratch import scratch_prefix
-from analyzer.timeline import RawTables, Timeline, build_timeline
 
-__all__ = ["CaptureTail", "PollResult"]
+__all__ = ["CaptureTail", "PollResult", "TailTables"]
 
 _READ_BLOCK = 16 << 20
 
@@ -99,17 +101,37 @@ _Layout = tuple[list[_Tracked], dict[str, _Unready], dict[tuple[int, int], int],
 class PollResult:
     """What one poll did."""
 
-    changed: bool  # the timeline differs from the previous poll's
+    changed: bool  # the tables differ from the previous poll's
     bytes_read: int  # bytes read from the files by this poll
     records: int  # records taken by this poll
     restarted: bool  # the files changed in a way appending cannot explain: read all again
 
 
+@dataclass(frozen=True)
+class TailTables:
+    """The normalized tables of everything a tail read so far, as lazy scans of its parts.
+
+    `scans`: one per `analyzer.schema.RAW_TABLES` table, the fields of
+    `analyzer.timeline.RawTables` (flows carry the `input` column, 0; payloads deduplicated);
+    `payload_rows`: the payload parts as stored. `spill_dir`: a fresh folder in the tail's
+    private folder for what is built from them. Whatever scans them must hold `keep` (the part
+    files and that folder) as long as it lives: they are deleted once nothing holds them.
+    """
+
+    version: int  # the tail's `version` they show
+    scans: Mapping[str, pl.LazyFrame]
+    payload_rows: pl.LazyFrame | None
+    report: InputReport
+    spill_dir: Path
+    keep: tuple[object, ...]
+
+
 class _Store:
-    """The tail's private folder (mode 0700): its Parquet parts and its timelines' spill folders.
+    """The tail's private folder (mode 0700): its Parquet parts and the spill folders of
+    what is built from them.
 
     Removed (with what it holds) when the last reference to it goes: the tail's, and those of
-    the parts and spill folders that Timelines still scan; else at interpreter exit.
+    the parts and spill folders that built timelines still hold; else at interpreter exit.
     """
 
     def __init__(self) -> None:
@@ -133,7 +155,8 @@ class _Part:
 
 
 class _SpillFolder:
-    """A folder for one `build_timeline(spill_dir=)`: removed with its last Timeline."""
+    """A folder for what is built from one `tables()` (a timeline's spill): removed when
+    nothing holds it any more."""
 
     def __init__(self, store: _Store) -> None:
         self.store = store
@@ -146,10 +169,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
 
 
-def _keep(*_: object) -> None:
-    """A finalizer's callback that does nothing: its arguments live as long as its object."""
-
-
 def _write_part(frame: pl.DataFrame, path: Path) -> None:
     frame.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
     os.chmod(path, 0o600)
@@ -158,7 +177,7 @@ def _write_part(frame: pl.DataFrame, path: Path) -> None:
 class CaptureTail:
     """Incremental reader of one capture directory (or file) that a proxy is still writing.
 
-    `poll()` reads what was appended; `timeline()` and `report()` describe everything read so
+    `poll()` reads what was appended; `tables()` and `report()` describe everything read so
     far. Safe to share between threads (the Live page of several browser tabs): calls are
     serialized by a lock. The rows read are kept in Parquet parts in a private temporary folder;
     `close()` lets it go (a later poll reads everything again into a new one).
@@ -174,9 +193,8 @@ class CaptureTail:
         self.path = Path(path)
         self.replica_header = replica_header
         self.client_header = client_header
-        self.version = 0  # bumped by every poll that changes what the timeline holds
+        self.version = 0  # bumped by every poll that changes what the tables hold
         self._lock = threading.Lock()
-        self._timeline: tuple[int, Timeline] | None = None
         self._store: _Store | None = None
         self._start()
 
@@ -193,15 +211,14 @@ class CaptureTail:
         self._positions: dict[str, int] = {}
         self._seen_other: set[tuple[str, int]] = set()
         # The Parquet parts of the rows drained so far, per table, in the order written. The
-        # files of an earlier start stay while a Timeline built from them scans them.
+        # files of an earlier start stay while what was built from them holds them.
         self._parts: dict[str, list[_Part]] = {table: [] for table in S.RAW_TABLES}
 
     def close(self) -> None:
-        """Let go of the rows read and the private folder (removed once no Timeline handed out
-        still scans it). A later poll reads everything again."""
+        """Let go of the rows read and the private folder (removed once nothing built from its
+        tables still holds it). A later poll reads everything again."""
         with self._lock:
             self._start()
-            self._timeline = None
             self._store = None
             self.version += 1  # what it shows now (nothing) is not what it showed
 
@@ -544,16 +561,16 @@ class CaptureTail:
         """The normalized tables of everything read so far; open flows included (read into
         memory from the parts: for tests and small captures)."""
         with self._lock:
-            raw = self._raw()
-            tables = {name: getattr(raw, name).collect() for name in S.RAW_TABLES}
+            scans, _ = self._scans()
+            tables = {name: scans[name].collect() for name in S.RAW_TABLES}
         tables["payloads"] = tables["payloads"].unique(
             "data_hash", keep="first", maintain_order=True
         )
         return NormalizedFrames(**tables)
 
-    def _raw(self) -> RawTables:
-        """Scans of the parts written so far (as `analysis.raw_tables` scans a cache
-        entry), the open flows' rows added to the flows."""
+    def _scans(self) -> tuple[dict[str, pl.LazyFrame], pl.LazyFrame | None]:
+        """Scans of the parts written so far (as `analysis.raw_tables` scans a cache entry),
+        the open flows' rows added to the flows; and the payload parts as stored."""
         scans: dict[str, pl.LazyFrame] = {}
         for table, schema in S.RAW_TABLES.items():
             files = [part.path for part in self._parts[table]]
@@ -564,34 +581,29 @@ class CaptureTail:
         flows = scans["flows"]
         if open_flows.height:
             flows = pl.concat([flows, open_flows.lazy()], how="vertical")
+        scans["flows"] = flows.with_columns(pl.lit(0, pl.Int32).alias("input"))
+        scans["payloads"] = scans["payloads"].unique("data_hash", keep="any")
         payload_files = [part.path for part in self._parts["payloads"]]
-        return RawTables(
-            flows=flows.with_columns(pl.lit(0, pl.Int32).alias("input")),
-            events=scans["events"],
-            messages=scans["messages"],
-            tools=scans["tools"],
-            payloads=scans["payloads"].unique("data_hash", keep="any"),
-            payload_rows=(
-                pl.scan_parquet(payload_files, schema=S.PAYLOADS) if payload_files else None
-            ),
-        )
+        payload_rows = pl.scan_parquet(payload_files, schema=S.PAYLOADS) if payload_files else None
+        return scans, payload_rows
 
-    def timeline(self) -> Timeline:
-        """The timeline of everything read so far (rebuilt only after a poll that changed it).
-
-        It scans the tail's part files: they stay, with its spill folder, while it is alive.
-        """
+    def tables(self) -> TailTables:
+        """The tables of everything read so far, with a fresh spill folder and what to hold
+        while they are scanned (see `TailTables`)."""
         with self._lock:
-            if self._timeline is not None and self._timeline[0] == self.version:
-                return self._timeline[1]
             if self._store is None:
                 self._store = _Store()
             spill = _SpillFolder(self._store)
             parts = tuple(part for table in S.RAW_TABLES for part in self._parts[table])
-            built = build_timeline(self._raw(), [self._report()], spill_dir=spill.path)
-            weakref.finalize(built, _keep, parts, spill)
-            self._timeline = (self.version, built)
-            return built
+            scans, payload_rows = self._scans()
+            return TailTables(
+                version=self.version,
+                scans=scans,
+                payload_rows=payload_rows,
+                report=self._report(),
+                spill_dir=spill.path,
+                keep=(parts, spill),
+            )
 
 
 class _Restart(Exception):

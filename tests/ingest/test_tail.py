@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from analyzer.analysis import read_timeline
+from analyzer.analysis import LiveTimeline, read_timeline
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.tail import CaptureTail
 from analyzer.normalize import Normalizer
@@ -43,9 +43,14 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(keys, nulls_last=True, maintain_order=True)
 
 
+def timeline_of(tail: CaptureTail) -> Timeline:
+    """The timeline of what the tail read so far, as the Live page builds it."""
+    return LiveTimeline(tail).timeline()
+
+
 def assert_same_as_full_read(tail: CaptureTail, path: Path) -> Timeline:
-    """The tail's timeline and report equal a full read's, frame by frame."""
-    mine = tail.timeline()
+    """The timeline of the tail's tables and its report equal a full read's, frame by frame."""
+    mine = timeline_of(tail)
     full = read_timeline([path], cache=False)
     for name, frame in full.frames().items():
         expected = frame.collect()
@@ -232,7 +237,8 @@ def test_a_poll_without_new_bytes_parses_nothing(
     tail = CaptureTail(tmp_path)
     tail.poll()
     version = tail.version
-    timeline = tail.timeline()
+    live = LiveTimeline(tail)
+    timeline = live.timeline()
 
     def no_read(*_: Any, **__: Any) -> Any:
         raise AssertionError("read without new bytes")
@@ -243,7 +249,7 @@ def test_a_poll_without_new_bytes_parses_nothing(
     result = tail.poll()
     assert (result.changed, result.bytes_read, result.records) == (False, 0, 0)
     assert tail.version == version
-    assert tail.timeline() is timeline  # not rebuilt either
+    assert live.timeline() is timeline  # not rebuilt either
 
 
 def test_damage_is_counted_as_a_full_read_counts_it(tmp_path: Path) -> None:
@@ -402,7 +408,7 @@ def _poll_until(tail: CaptureTail, done: Any, timeout: float = 10.0) -> Timeline
     deadline = time.monotonic() + timeout
     while True:
         tail.poll()
-        timeline = tail.timeline()
+        timeline = timeline_of(tail)
         if done(timeline):
             return timeline
         if time.monotonic() > deadline:
@@ -568,7 +574,7 @@ def test_close_removes_the_folder_and_a_later_poll_reads_again(tmp_path: Path) -
     partial.write_bytes(_join(lines[:9]))
     tail = CaptureTail(tmp_path)
     tail.poll()
-    tail.timeline()
+    timeline_of(tail)
     folder = tail.folder
     assert folder is not None and any(folder.iterdir())
     tail.close()
@@ -594,7 +600,7 @@ def test_a_timeline_handed_out_still_collects_after_later_polls(tmp_path: Path) 
     partial.write_bytes(_join(groups[0] + groups[1]))
     tail = CaptureTail(tmp_path)
     tail.poll()
-    early = tail.timeline()
+    early = timeline_of(tail)
     seen = _collected(early)
     folder = tail.folder
     assert folder is not None
@@ -637,7 +643,8 @@ def test_the_dashboard_closes_a_tail_it_drops(tmp_path: Path) -> None:
         paths.append(str(folder))
     state = data.live_state(paths[0])
     assert _events(state.timeline)[-1] == "g3"
-    tail, _ = data._capture_tail(paths[0])
+    live, _ = data._capture_tail(paths[0])
+    tail = live.tail
     kept = tail.folder
     assert kept is not None and kept.exists()
     del state
