@@ -5,11 +5,12 @@ rotation and close (DESIGN.md §4). `CaptureTail` keeps, per file, the byte offs
 it has read (a renamed file keeps its inode, so it keeps its offset), feeds the new complete
 lines to one persistent `Normalizer` in capture order (the order `lines.plan` gives), with the
 line parsing and damage counting of `analyzer.ingest.jsonl`, and writes the normalized rows it
-drains to Parquet parts in a private folder (`_Store`): memory holds the normalizer's state, not
-the rows read. Its `tables()` are the normalized tables of everything read so far, scans of those
-parts; flows still open show their events through `Normalizer.snapshot()`. The tail returns
-tables, not a timeline: its caller builds that (`analyzer.analysis.LiveTimeline`), so ingest
-never imports the transform.
+drains to Parquet parts in a private folder (`analyzer.ingest.parts`): memory holds the
+normalizer's state, not the rows read. Which files it reads, and in what order, is
+`analyzer.ingest.tracking`. Its `tables()` are the normalized tables of everything read so
+far, scans of those parts; flows still open show their events through `Normalizer.snapshot()`.
+The tail returns tables, not a timeline: its caller builds that
+(`analyzer.analysis.LiveTimeline`), so ingest never imports the transform.
 
 What is built from the tables keeps the part files they scan (and the spill folder handed with
 them) while it holds `TailTables.keep`, even after later polls compacted or dropped them, a
@@ -27,24 +28,18 @@ new bytes only lists and stats the files.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
-import shutil
-import tempfile
 import threading
-import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 import polars as pl
 import pydantic_core
 
 from analyzer import schema as S
-from analyzer.ingest import lines
+from analyzer.ingest import tracking
 from analyzer.ingest.common import (
     SKIPPED_KEYS,
     InputReport,
@@ -53,48 +48,19 @@ from analyzer.ingest.common import (
 )
 from analyzer.ingest.lines import (
     BOM,
-    CaptureFile,
     RunState,
     capture_files,
     count_missing,
-    head,
     parse_line,
     take_record,
 )
+from analyzer.ingest.parts import MAX_SMALL, SMALL_BYTES, Part, SpillFolder, Store, write_part
+from analyzer.ingest.tracking import Tracked, Unready
 from analyzer.normalize import NormalizedFrames, Normalizer
-from analyzer.scratch import scratch_prefix
 
 __all__ = ["CaptureTail", "PollResult", "TailTables"]
 
 _READ_BLOCK = 16 << 20
-
-# Each poll that reads something adds a small part per table: once more than `_MAX_SMALL`
-# parts under `_SMALL_BYTES` trail a table, they are merged into one (a bounded rewrite), so
-# a page left polling for hours scans a few files per table, not thousands.
-_SMALL_BYTES: Final = 4 << 20
-_MAX_SMALL: Final = 16
-
-# A `.partial` file whose first line is not complete yet: size, mtime, how a full read counts it.
-_Unready = tuple[int, int, Counter[str]]
-
-
-@dataclass
-class _Tracked:
-    """One capture file the tail reads: where it is and how far it was read."""
-
-    plan: CaptureFile  # its entry in the read order (path follows renames)
-    inode: tuple[int, int]  # (st_dev, st_ino): a rename keeps it
-    size: int = 0  # at the last stat
-    mtime_ns: int = 0
-    offset: int = 0  # bytes taken: complete lines, plus a line taken before its line end came
-    read_size: int = 0  # the size up to which the file was read (a pending tail included)
-    open_line: bool = False  # the bytes taken end with a record whose line end is still due
-    sealed: bool = False  # a later file was read: an unterminated tail was taken as torn
-    pending: Counter[str] = field(default_factory=Counter)  # how a full read counts the tail
-
-
-# The files in read order, the unready ones, the duplicates left out, whether one was renamed.
-_Layout = tuple[list[_Tracked], dict[str, _Unready], dict[tuple[int, int], int], bool]
 
 
 @dataclass(frozen=True)
@@ -126,54 +92,6 @@ class TailTables:
     keep: tuple[object, ...]
 
 
-class _Store:
-    """The tail's private folder (mode 0700): its Parquet parts and the spill folders of
-    what is built from them.
-
-    Removed (with what it holds) when the last reference to it goes: the tail's, and those of
-    the parts and spill folders that built timelines still hold; else at interpreter exit.
-    """
-
-    def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=scratch_prefix("tail")))
-        self._numbers = itertools.count()
-        weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
-
-    def part_path(self, table: str) -> Path:
-        return self.path / f"{table}-{next(self._numbers):08d}.parquet"
-
-
-class _Part:
-    """One Parquet part file: deleted when nothing scans it any more (see `_Store`)."""
-
-    def __init__(self, store: _Store, path: Path, rows: int) -> None:
-        self.store = store  # the folder lives as long as its files are needed
-        self.path = path
-        self.rows = rows
-        self.size = path.stat().st_size
-        weakref.finalize(self, _unlink, str(path))
-
-
-class _SpillFolder:
-    """A folder for what is built from one `tables()` (a timeline's spill): removed when
-    nothing holds it any more."""
-
-    def __init__(self, store: _Store) -> None:
-        self.store = store
-        self.path = Path(tempfile.mkdtemp(prefix="timeline-", dir=store.path))
-        weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):  # removed with its folder already
-        os.unlink(path)
-
-
-def _write_part(frame: pl.DataFrame, path: Path) -> None:
-    frame.write_parquet(path, compression="zstd", compression_level=1, statistics=True)
-    os.chmod(path, 0o600)
-
-
 class CaptureTail:
     """Incremental reader of one capture directory (or file) that a proxy is still writing.
 
@@ -195,15 +113,15 @@ class CaptureTail:
         self.client_header = client_header
         self.version = 0  # bumped by every poll that changes what the tables hold
         self._lock = threading.Lock()
-        self._store: _Store | None = None
+        self._store: Store | None = None
         self._start()
 
     def _start(self) -> None:
         self._normalizer = Normalizer(
             replica_header=self.replica_header, client_header=self.client_header
         )
-        self._files: list[_Tracked] = []  # in read order
-        self._unready: dict[str, _Unready] = {}  # path -> (size, mtime, how it counts)
+        self._files: list[Tracked] = []  # in read order
+        self._unready: dict[str, Unready] = {}  # path -> (size, mtime, how it counts)
         self._ignored: dict[tuple[int, int], int] = {}  # duplicate files left out -> size
         self._counts: Counter[str] = Counter()  # plan and line damage so far
         self._runs: dict[str, RunState] = {}
@@ -212,7 +130,7 @@ class CaptureTail:
         self._seen_other: set[tuple[str, int]] = set()
         # The Parquet parts of the rows drained so far, per table, in the order written. The
         # files of an earlier start stay while what was built from them holds them.
-        self._parts: dict[str, list[_Part]] = {table: [] for table in S.RAW_TABLES}
+        self._parts: dict[str, list[Part]] = {table: [] for table in S.RAW_TABLES}
 
     def close(self) -> None:
         """Let go of the rows read and the private folder (removed once nothing built from its
@@ -256,7 +174,9 @@ class CaptureTail:
         self, listed: Sequence[tuple[Path, os.stat_result]]
     ) -> tuple[int, int, bool] | None:
         """Match the files and read their new bytes; None when reading must start over."""
-        layout = self._layout(listed)
+        layout = tracking.layout(
+            listed, self._files, self._ignored, self._unready, self._cuts, self._counts
+        )
         if layout is None:
             return None
         order, unready, ignored, renamed = layout
@@ -282,91 +202,7 @@ class CaptureTail:
                 return None
         return out
 
-    def _layout(self, listed: Sequence[tuple[Path, os.stat_result]]) -> _Layout | None:
-        """The files in read order (known ones matched by inode), or None when reading must
-        start over because the new order contradicts what was read."""
-        known = {f.inode: f for f in self._files}
-        seen: set[tuple[int, int]] = set()
-        tracked: list[_Tracked] = []
-        fresh: list[tuple[Path, os.stat_result]] = []
-        unready: dict[str, _Unready] = {}
-        ignored: dict[tuple[int, int], int] = {}
-        renamed = False
-        for path, stat in listed:
-            inode = (stat.st_dev, stat.st_ino)
-            seen.add(inode)
-            if inode in self._ignored:
-                if stat.st_size != self._ignored[inode]:
-                    return None  # which copy a full read keeps may change: plan both again
-                ignored[inode] = stat.st_size
-                continue
-            entry = known.get(inode)
-            if entry is None:
-                fresh.append((path, stat))
-                continue
-            if stat.st_size < entry.offset:
-                return None  # truncated or rewritten
-            if entry.plan.path != str(path):
-                entry.plan = replace(entry.plan, path=str(path))
-                renamed = True
-            entry.size, entry.mtime_ns = stat.st_size, stat.st_mtime_ns
-            tracked.append(entry)
-        if set(known) - seen:
-            return None  # a file read so far is gone
-        ready = []
-        for path, stat in fresh:
-            previous = self._unready.get(str(path))
-            if previous is not None and previous[:2] == (stat.st_size, stat.st_mtime_ns):
-                unready[str(path)] = previous  # unchanged: not opened again
-            elif _ready(path, stat.st_size):
-                ready.append((path, stat))
-            else:
-                unready[str(path)] = self._unready_counts(path, stat)
-        if ready:
-            counts: Counter[str] = Counter()
-            planned = lines.plan([path for path, _ in ready], counts, self._cuts)
-            stats = {str(path): stat for path, stat in ready}
-            keys = {(f.plan.run, f.plan.file_index) for f in tracked}
-            clash = any((p.run, p.file_index) in keys for p in planned)
-            if self._files and (counts["duplicate_file"] or clash):
-                # A rotation seen twice (a copy, a `.partial` beside its renamed file): let a
-                # fresh start plan every file at once, as a full read does.
-                return None
-            self._counts.update(counts)
-            kept = {p.path for p in planned}
-            for path, stat in ready:
-                if str(path) not in kept:  # the duplicate `plan` left out
-                    ignored[(stat.st_dev, stat.st_ino)] = stat.st_size
-            for plan in planned:
-                stat = stats[plan.path]
-                tracked.append(
-                    _Tracked(plan, (stat.st_dev, stat.st_ino), stat.st_size, stat.st_mtime_ns)
-                )
-        order = _order(tracked)
-        if [f.inode for f in order if f.inode in known] != [
-            f.inode for f in self._files if f.inode in seen
-        ]:
-            return None
-        # Files read so far must come before every new one, except new ones with no records.
-        read = [i for i, f in enumerate(order) if f.offset > 0]
-        if read and any(f.inode not in known for f in order[: read[-1]]):
-            return None
-        return order, unready, ignored, renamed
-
-    def _unready_counts(self, path: Path, stat: os.stat_result) -> _Unready:
-        """How a full read counts a `.partial` file whose first line is not complete yet."""
-        counts: Counter[str] = Counter()
-        lines.plan([path], counts)
-        data = path.read_bytes()
-        if data:
-            if data.startswith(BOM):
-                counts["bom"] += 1
-                data = data[3:]
-            parse_line(data, True, counts, pydantic_core.from_json)
-        counts["missing_close"] += 1  # a run of its own that never closed
-        return stat.st_size, stat.st_mtime_ns, counts
-
-    def _read(self, order: list[_Tracked]) -> tuple[int, int, bool]:
+    def _read(self, order: list[Tracked]) -> tuple[int, int, bool]:
         """Read the new bytes of every file in order: (bytes, records, changed).
 
         Raises `_Restart` when bytes came to a file after a later file was read.
@@ -398,22 +234,22 @@ class CaptureTail:
     def _store_rows(self, frames: NormalizedFrames) -> None:
         """Write drained rows as a part per table (then merge the table's small trailing parts)."""
         if self._store is None:
-            self._store = _Store()
+            self._store = Store()
         store = self._store
         for table in S.RAW_TABLES:
             frame: pl.DataFrame = getattr(frames, table)
             if frame.height == 0:
                 continue
             path = store.part_path(table)
-            _write_part(frame, path)
+            write_part(frame, path)
             parts = self._parts[table]
-            parts.append(_Part(store, path, frame.height))
+            parts.append(Part(store, path, frame.height))
             small = 0
             for part in reversed(parts):
-                if part.size >= _SMALL_BYTES:
+                if part.size >= SMALL_BYTES:
                     break
                 small += 1
-            if small > _MAX_SMALL:
+            if small > MAX_SMALL:
                 merged = parts[-small:]
                 path = store.part_path(table)
                 pl.scan_parquet([p.path for p in merged], schema=S.RAW_TABLES[table]).sink_parquet(
@@ -421,9 +257,9 @@ class CaptureTail:
                 )
                 os.chmod(path, 0o600)
                 # The merged files go when no Timeline scans them any more.
-                parts[-small:] = [_Part(store, path, sum(p.rows for p in merged))]
+                parts[-small:] = [Part(store, path, sum(p.rows for p in merged))]
 
-    def _read_file(self, entry: _Tracked) -> int:
+    def _read_file(self, entry: Tracked) -> int:
         """Take the complete lines appended to one file; keep its unterminated tail pending."""
         file = entry.plan
         run = self._runs.setdefault(file.run, RunState())
@@ -479,7 +315,7 @@ class CaptureTail:
             self._tail_line(entry, carry, at_start=first_line)
         return read
 
-    def _tail_line(self, entry: _Tracked, carry: bytes, *, at_start: bool) -> None:
+    def _tail_line(self, entry: Tracked, carry: bytes, *, at_start: bool) -> None:
         """An unterminated last line: take it when it parses (a full read does too), else
         count it as a full read would and wait for the rest."""
         probe: Counter[str] = Counter()
@@ -500,7 +336,7 @@ class CaptureTail:
         entry.offset = entry.read_size
         entry.open_line = True
 
-    def _seal(self, entry: _Tracked) -> None:
+    def _seal(self, entry: Tracked) -> None:
         """The file's torn tail stays torn: count it for good, as the end of a file's read."""
         self._counts.update(entry.pending)
         entry.pending = Counter()
@@ -592,8 +428,8 @@ class CaptureTail:
         while they are scanned (see `TailTables`)."""
         with self._lock:
             if self._store is None:
-                self._store = _Store()
-            spill = _SpillFolder(self._store)
+                self._store = Store()
+            spill = SpillFolder(self._store)
             parts = tuple(part for table in S.RAW_TABLES for part in self._parts[table])
             scans, payload_rows = self._scans()
             return TailTables(
@@ -610,28 +446,3 @@ class _Restart(Exception):
     """The files changed in a way appending cannot explain (bytes came to a file after a later
     one was read, or a record taken before its line end was followed by more than the line
     end): read everything again."""
-
-
-def _ready(path: Path, size: int) -> bool:
-    """Whether a file's first line is there: until then a `.partial` file has no run."""
-    if not path.name.endswith(".partial"):
-        return True
-    if size == 0:
-        return False
-    with path.open("rb") as fh:
-        first = fh.readline(1 << 20)
-    if first.endswith(b"\n") or len(first) >= 1 << 20:
-        return True
-    # A first record complete but for its line end: a full read takes it, so does the tail.
-    return head(path)[0] is not None
-
-
-def _order(files: list[_Tracked]) -> list[_Tracked]:
-    """Read order: by run (first capture_open time), then rotation index (as `lines.plan`)."""
-    run_start: dict[str, int] = {}
-    for f in files:
-        run_start[f.plan.run] = min(run_start.get(f.plan.run, f.plan.first_ts), f.plan.first_ts)
-    return sorted(
-        files,
-        key=lambda f: (run_start[f.plan.run], f.plan.run, f.plan.file_index, f.plan.path),
-    )

@@ -15,92 +15,37 @@ hashes of the capture run, session and flow ids: the same input gives the same t
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Link, SpanKind
 
-from analyzer import __version__
-from analyzer.timeline import payloads_of
+from analyzer.otlp.draft import Attributes, DraftSpan, hash_id, span_context
+from analyzer.otlp.fields import (
+    json_field,
+    meta_traceparent,
+    put,
+    rpc_id_text,
+    server_attributes,
+)
+from analyzer.otlp.frames import NO_SESSION, epoch, error_codes, exchange_frame, tool_results
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["FINDING_EVENT", "SSE_EVENT", "batches", "iter_spans", "timeline_spans"]
+__all__ = [
+    "FINDING_EVENT",
+    "SSE_EVENT",
+    "batches",
+    "iter_spans",
+    "timeline_spans",
+]
 
 FINDING_EVENT: Final = "seamwatch.finding"
 SSE_EVENT: Final = "seamwatch.sse.event"
-
-_SCOPE: Final = InstrumentationScope("seamwatch", __version__)
-_RESOURCE: Final = Resource({"service.name": "seamwatch", "service.version": __version__})
-_NO_SESSION: Final = "(no session)"
-
-Attributes = dict[str, Any]
-
-
-@dataclass
-class _Span:
-    """A span being assembled; frozen into a ReadableSpan at the end."""
-
-    name: str
-    trace_id: int
-    span_id: int
-    parent_id: int | None
-    start: int
-    end: int
-    depth: int = 0  # 0 for a session's root, 1 under it, 2 for an incarnation
-    kind: SpanKind = SpanKind.INTERNAL
-    attributes: Attributes = field(default_factory=dict)
-    # (name, attributes, time): SDK Events are made when the span is frozen, so only the
-    # spans being written are held as SDK objects.
-    events: list[tuple[str, Attributes, int]] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    error: str | None = None
-
-    def context(self) -> SpanContext:
-        return _context(self.trace_id, self.span_id)
-
-    def freeze(self) -> ReadableSpan:
-        parent = None if self.parent_id is None else _context(self.trace_id, self.parent_id)
-        status = (
-            Status(StatusCode.UNSET) if self.error is None else Status(StatusCode.ERROR, self.error)
-        )
-        events = [
-            Event(name, attributes, stamp, limit=None)
-            for name, attributes, stamp in sorted(self.events, key=lambda e: e[2])
-        ]
-        return ReadableSpan(
-            name=self.name,
-            context=self.context(),
-            parent=parent,
-            resource=_RESOURCE,
-            attributes=self.attributes,
-            events=events,
-            links=self.links,
-            kind=self.kind,
-            status=status,
-            start_time=self.start,
-            end_time=max(self.end, self.start),
-            instrumentation_scope=_SCOPE,
-        )
-
-
-def _context(trace_id: int, span_id: int, *, remote: bool = False) -> SpanContext:
-    return SpanContext(trace_id, span_id, is_remote=remote, trace_flags=TraceFlags(1))
-
-
-def _hash_id(bits: int, *parts: str) -> int:
-    """A non-zero id of `bits` bits from the parts (ids must not be all zero: W3C trace context)."""
-    digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[: bits // 8], "big") or 1
 
 
 def timeline_spans(
@@ -118,94 +63,6 @@ def iter_spans(
     return _Builder(timeline, findings, payloads=payloads).build()
 
 
-def _epoch(frame: pl.LazyFrame, *columns: str) -> pl.LazyFrame:
-    """Datetime columns as ns integers: Python datetimes stop at microseconds."""
-    return frame.with_columns(pl.col(name).dt.epoch("ns") for name in columns)
-
-
-def _rpc_id_text(rpc_id: str | None) -> str | None:
-    """`jsonrpc.request.id` of a canonical JSON id: 7 -> "7", "a" -> "a"; None for null ids."""
-    if rpc_id is None or rpc_id == "null":
-        return None
-    try:
-        value = json.loads(rpc_id)
-    except ValueError:
-        return rpc_id
-    if value is None:
-        return None
-    return value if isinstance(value, str) else rpc_id
-
-
-def parse_traceparent(value: object) -> tuple[int, int] | None:
-    """(trace id, parent span id) of a W3C `traceparent` value; None unless well formed."""
-    if not isinstance(value, str):
-        return None
-    parts = value.strip().split("-")
-    # W3C Trace Context §3.2: version-traceid-parentid-flags, lowercase hex; version ff is
-    # invalid, and so are all-zero ids.
-    if len(parts) < 4 or [len(p) for p in parts[:4]] != [2, 32, 16, 2]:
-        return None
-    version, trace, parent, flags = parts[:4]
-    hexdigits = set("0123456789abcdef")
-    if not all(set(p) <= hexdigits for p in (version, trace, parent, flags)) or version == "ff":
-        return None
-    if version == "00" and len(parts) != 4:
-        return None
-    trace_id, span_id = int(trace, 16), int(parent, 16)
-    if not trace_id or not span_id:
-        return None
-    return trace_id, span_id
-
-
-def _meta_traceparent(text: str | None) -> tuple[int, int] | None:
-    """The traceparent of a request body's `params._meta` (the MCP semconv's propagation)."""
-    if not text:
-        return None
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return None
-    messages = body if isinstance(body, list) else [body]
-    for message in messages:
-        params = message.get("params") if isinstance(message, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict):
-            found = parse_traceparent(meta.get("traceparent"))
-            if found is not None:
-                return found
-    return None
-
-
-def _json_field(text: str | None, *path: str) -> str | None:
-    """Canonical-enough JSON text of `path` inside the JSON document `text`, or None."""
-    if not text:
-        return None
-    try:
-        value: Any = json.loads(text)
-    except ValueError:
-        return None
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _server(authority: str | None) -> Attributes:
-    """`server.address` and `server.port` of an authority `host[:port]`."""
-    if not authority:
-        return {}
-    host, sep, port = authority.rpartition(":")
-    if sep and port.isdigit() and not host.endswith(":"):
-        return {"server.address": host.strip("[]"), "server.port": int(port)}
-    return {"server.address": authority.strip("[]")}
-
-
-def _put(attributes: Attributes, values: Mapping[str, Any]) -> None:
-    """Set the attributes whose value is known (OTLP has no null attribute)."""
-    attributes.update((key, value) for key, value in values.items() if value is not None)
-
-
 class _Builder:
     """Collects each frame once, then builds every session's spans, one kind of span at a time."""
 
@@ -213,24 +70,24 @@ class _Builder:
         self.timeline = timeline
         self.findings = findings
         self.payloads = payloads
-        self.spans: dict[int, _Span] = {}
-        self.roots: dict[str, _Span] = {}
-        self.flow_span: dict[str, _Span] = {}
-        self.stream_span: dict[str, _Span] = {}
-        self.incarnation_span: dict[tuple[str, int], _Span] = {}
+        self.spans: dict[int, DraftSpan] = {}
+        self.roots: dict[str, DraftSpan] = {}
+        self.flow_span: dict[str, DraftSpan] = {}
+        self.stream_span: dict[str, DraftSpan] = {}
+        self.incarnation_span: dict[tuple[str, int], DraftSpan] = {}
         self.trace_key: dict[str, str] = {}
         self.session_value: dict[str, str | None] = {}
 
     def build(self) -> Iterator[ReadableSpan]:
-        exchanges = self._exchanges()
-        self._sessions(exchanges)
-        self._exchange_spans(exchanges)
+        frame = exchange_frame(self.timeline, payloads=self.payloads)
+        self._sessions(frame)
+        self._exchange_spans(frame)
         self._stream_spans()
         self._incarnation_spans()
         self._resume_links()
         self._sse_events()
         self._finding_events()
-        by_trace: dict[int, list[_Span]] = defaultdict(list)
+        by_trace: dict[int, list[DraftSpan]] = defaultdict(list)
         for span in self.spans.values():
             by_trace[span.trace_id].append(span)
         self.spans.clear()
@@ -240,71 +97,6 @@ class _Builder:
                 yield span.freeze()
 
     # -- sessions ---------------------------------------------------------------------------
-
-    def _exchanges(self) -> pl.DataFrame:
-        t = self.timeline
-        first_request = (
-            t.messages.filter(
-                (pl.col("source") == "request_body")
-                & (pl.col("kind") == "request")
-                & pl.col("member").fill_null(0).eq(0)
-            )
-            .group_by("flow_id")
-            .agg(pl.col("tool_name").first())
-        )
-        exchanges = _epoch(
-            t.exchanges.select(
-                "session_id",
-                "stream_id",
-                "ts",
-                "seq",
-                "flow_id",
-                "run_id",
-                "incarnation",
-                "era",
-                "method",
-                "scheme",
-                "authority",
-                "path",
-                "client_ip",
-                "status",
-                "last_event_id",
-                "protocol_version",
-                "rpc_kind",
-                "rpc_id",
-                "rpc_method",
-                "replica",
-                "response_ts",
-                "end_how",
-                "end_ts",
-                "end_error",
-                "request_body_hash",
-                "unreachable",
-            ),
-            "ts",
-            "response_ts",
-            "end_ts",
-        ).join(first_request, on="flow_id", how="left")
-        bodies = self._request_bodies(exchanges)
-        return (
-            exchanges.join(bodies, on="request_body_hash", how="left")
-            .with_columns(pl.col("session_id").fill_null(_NO_SESSION))
-            .sort("ts", "seq", "flow_id")
-            .collect()
-        )
-
-    def _request_bodies(self, exchanges: pl.LazyFrame) -> pl.LazyFrame:
-        """The request bodies the export reads: those naming a traceparent, and with
-        `--otlp-payloads` those of tool calls (their arguments)."""
-        wanted = pl.col("text").str.contains("traceparent", literal=True)
-        if self.payloads:
-            wanted = wanted | pl.col("text").str.contains('"tools/call"', literal=True)
-        hashes = exchanges.select(pl.col("request_body_hash").alias("data_hash")).drop_nulls()
-        return (
-            payloads_of(self.timeline, hashes.unique())
-            .filter(wanted & ~pl.col("base64"))
-            .select(pl.col("data_hash").alias("request_body_hash"), pl.col("text").alias("body"))
-        )
 
     def _sessions(self, exchanges: pl.DataFrame) -> None:
         runs = (
@@ -318,7 +110,7 @@ class _Builder:
         )
         sessions = {
             row["session_id"]: row
-            for row in _epoch(self.timeline.sessions, "start", "last_ts", "end_ts")
+            for row in epoch(self.timeline.sessions, "start", "last_ts", "end_ts")
             .collect()
             .rows(named=True)
         }
@@ -339,7 +131,7 @@ class _Builder:
             self.session_value[key] = value
             attributes: Attributes = {"seamwatch.session.key": key}
             era = info.get("era")
-            _put(
+            put(
                 attributes,
                 {
                     "mcp.session.id": value,
@@ -364,13 +156,13 @@ class _Builder:
         name: str,
         start: int,
         end: int,
-        parent: _Span | None = None,
-    ) -> _Span:
+        parent: DraftSpan | None = None,
+    ) -> DraftSpan:
         trace_key = self.trace_key[session]
-        span = _Span(
+        span = DraftSpan(
             name=name,
-            trace_id=_hash_id(128, trace_key),
-            span_id=_hash_id(64, trace_key, kind, key),
+            trace_id=hash_id(128, trace_key),
+            span_id=hash_id(64, trace_key, kind, key),
             parent_id=None if parent is None else parent.span_id,
             start=start,
             end=end,
@@ -382,8 +174,8 @@ class _Builder:
     # -- exchanges --------------------------------------------------------------------------
 
     def _exchange_spans(self, exchanges: pl.DataFrame) -> None:
-        errors = self._error_codes()
-        results = self._tool_results() if self.payloads else {}
+        errors = error_codes(self.timeline)
+        results = tool_results(self.timeline) if self.payloads else {}
         for row in exchanges.iter_rows(named=True):
             session = row["session_id"]
             start = row["ts"]
@@ -406,8 +198,8 @@ class _Builder:
             span.kind = SpanKind.CLIENT
             self.flow_span[row["flow_id"]] = span
             a = span.attributes
-            request_id = _rpc_id_text(row["rpc_id"]) if row["rpc_kind"] == "request" else None
-            _put(
+            request_id = rpc_id_text(row["rpc_id"]) if row["rpc_kind"] == "request" else None
+            put(
                 a,
                 {
                     "mcp.method.name": method,
@@ -432,7 +224,7 @@ class _Builder:
                     "seamwatch.stream.incarnation": row["incarnation"],
                 },
             )
-            a.update(_server(row["authority"]))
+            a.update(server_attributes(row["authority"]))
             code = errors.get(row["flow_id"])
             status = row["status"]
             if code is not None:
@@ -445,76 +237,28 @@ class _Builder:
             elif status is None:
                 a["error.type"] = "no_response"
                 span.error = row["unreachable"] or row["end_error"] or "no HTTP response"
-            parent = _meta_traceparent(row["body"])
+            parent = meta_traceparent(row["body"])
             if parent is not None:
                 span.links.append(
-                    Link(_context(*parent, remote=True), {"seamwatch.link": "traceparent"})
+                    Link(span_context(*parent, remote=True), {"seamwatch.link": "traceparent"})
                 )
             if self.payloads and method == "tools/call":
-                _put(
+                put(
                     a,
                     {
-                        "gen_ai.tool.call.arguments": _json_field(
+                        "gen_ai.tool.call.arguments": json_field(
                             row["body"], "params", "arguments"
                         ),
                         "gen_ai.tool.call.result": results.get(row["flow_id"]),
                     },
                 )
 
-    def _error_codes(self) -> dict[str, int]:
-        """flow id -> JSON-RPC error code answering the exchange's own request."""
-        t = self.timeline
-        frame = (
-            t.messages.filter((pl.col("kind") == "error") & (pl.col("direction") == "s2c"))
-            .join(
-                t.exchanges.select("flow_id", pl.col("rpc_id").alias("asked")),
-                on="flow_id",
-            )
-            .filter(pl.col("rpc_id") == pl.col("asked"))
-            .group_by("flow_id")
-            .agg(pl.col("error_code").first())
-            .drop_nulls()
-            .collect()
-        )
-        return dict(zip(frame["flow_id"].to_list(), frame["error_code"].to_list(), strict=True))
-
-    def _tool_results(self) -> dict[str, str]:
-        """flow id of a tools/call -> its result's JSON text (`--otlp-payloads` only)."""
-        t = self.timeline
-        answered = (
-            t.tool_calls.filter(pl.col("result_flow_id").is_not_null())
-            .select("flow_id", "request_id", "result_flow_id")
-            .join(
-                t.messages.filter(
-                    pl.col("kind").is_in(["response", "error"]) & (pl.col("direction") == "s2c")
-                ).select(
-                    pl.col("flow_id").alias("result_flow_id"),
-                    pl.col("rpc_id").alias("request_id"),
-                    "data_hash",
-                ),
-                on=["result_flow_id", "request_id"],
-            )
-        )
-        texts = payloads_of(t, answered.select("data_hash").unique()).filter(~pl.col("base64"))
-        answers = (
-            answered.join(texts, on="data_hash")
-            .unique("flow_id", keep="first")
-            .select("flow_id", "text")
-            .collect()
-        )
-        found: dict[str, str] = {}
-        for flow_id, text in answers.iter_rows():
-            body = _json_field(text, "result") or _json_field(text, "error")
-            if body is not None:
-                found[flow_id] = body
-        return found
-
     # -- streams and incarnations -----------------------------------------------------------
 
     def _stream_spans(self) -> None:
-        streams = _epoch(self.timeline.streams, "ts", "end_ts").collect()
+        streams = epoch(self.timeline.streams, "ts", "end_ts").collect()
         for row in streams.iter_rows(named=True):
-            session = row["session_id"] or _NO_SESSION
+            session = row["session_id"] or NO_SESSION
             if session not in self.roots:
                 continue
             method = row["request_method"]
@@ -530,12 +274,12 @@ class _Builder:
                 parent=self.roots[session],
             )
             self.stream_span[row["stream_id"]] = span
-            _put(
+            put(
                 span.attributes,
                 {
                     "seamwatch.stream.id": row["stream_id"],
                     "seamwatch.stream.kind": row["kind"],
-                    "seamwatch.stream.request_id": _rpc_id_text(row["request_id"]),
+                    "seamwatch.stream.request_id": rpc_id_text(row["request_id"]),
                     "seamwatch.stream.request_method": method,
                     "seamwatch.stream.incarnations": row["incarnations"],
                     "seamwatch.stream.events": row["events"],
@@ -547,12 +291,12 @@ class _Builder:
             )
 
     def _incarnation_spans(self) -> None:
-        incarnations = _epoch(self.timeline.incarnations, "ts", "response_ts", "end_ts").collect()
+        incarnations = epoch(self.timeline.incarnations, "ts", "response_ts", "end_ts").collect()
         for row in incarnations.iter_rows(named=True):
             stream = self.stream_span.get(row["stream_id"])
             if stream is None:
                 continue
-            session = row["session_id"] or _NO_SESSION
+            session = row["session_id"] or NO_SESSION
             n = row["incarnation"]
             start = row["ts"]
             span = self._new(
@@ -565,7 +309,7 @@ class _Builder:
                 parent=stream,
             )
             self.incarnation_span[(row["stream_id"], n)] = span
-            _put(
+            put(
                 span.attributes,
                 {
                     "seamwatch.stream.id": row["stream_id"],
@@ -619,7 +363,7 @@ class _Builder:
             .unique(["flow_id", "ordinal"], keep="first")
         )
         events = (
-            _epoch(
+            epoch(
                 t.sse_events.select(
                     "stream_id",
                     "ts",
@@ -643,7 +387,7 @@ class _Builder:
             if span is None:
                 continue
             attributes: Attributes = {"seamwatch.sse.priming": bool(row["id_only"])}
-            _put(
+            put(
                 attributes,
                 {
                     "seamwatch.sse.event_id": row["event_id"],
@@ -652,7 +396,7 @@ class _Builder:
                     "seamwatch.sse.ordinal": row["ordinal"],
                     "seamwatch.jsonrpc.kind": row["kind"],
                     "mcp.method.name": row["method"],
-                    "jsonrpc.request.id": _rpc_id_text(row["rpc_id"]),
+                    "jsonrpc.request.id": rpc_id_text(row["rpc_id"]),
                 },
             )
             span.events.append((SSE_EVENT, attributes, row["ts"]))
@@ -678,7 +422,7 @@ class _Builder:
             if row["severity"] == "high":
                 span.error = row["title"]
 
-    def _evidence_span(self, finding: Mapping[str, Any]) -> _Span:
+    def _evidence_span(self, finding: Mapping[str, Any]) -> DraftSpan:
         """The span of a finding's first evidence: its first flow's exchange, else its first
         stream, else its session's root (a finding without a session gets a root of its own)."""
         for flow_id in finding["flow_ids"] or ():
@@ -687,7 +431,7 @@ class _Builder:
         for stream_id in finding["stream_ids"] or ():
             if stream_id in self.stream_span:
                 return self.stream_span[stream_id]
-        session = finding["session"] or _NO_SESSION
+        session = finding["session"] or NO_SESSION
         if session not in self.roots:
             self.trace_key[session] = f"\x00{session}"
             starts = [root.start for root in self.roots.values()]

@@ -245,6 +245,7 @@ def test_a_poll_without_new_bytes_parses_nothing(
 
     monkeypatch.setattr(CaptureTail, "_read_file", no_read)
     monkeypatch.setattr("analyzer.ingest.tail.parse_line", no_read)
+    monkeypatch.setattr("analyzer.ingest.tracking.parse_line", no_read)
     monkeypatch.setattr("analyzer.ingest.lines.plan", no_read)
     result = tail.poll()
     assert (result.changed, result.bytes_read, result.records) == (False, 0, 0)
