@@ -2,7 +2,7 @@
 
 Like Zeek's and Suricata's stats: counts only (exchanges, SSE events, bytes, records written,
 dropped and redacted, files, retention's deletions) and the write lag, never a payload, a path
-or a header value. The capture worker (`analyzer.capture.pipeline`) owns the numbers; the stats
+or a header value. The capture worker (`analyzer.capture.worker`) owns the numbers; the stats
 line goes to the stderr it shares with the proxy, and `--metrics` serves them in Prometheus
 text format from a thread of the worker, read at each scrape.
 """

@@ -2,28 +2,15 @@
 
 The proxy's hot path (`CaptureClient`, called by the addon) only stamps what it saw and appends
 it, already framed, to a queue; a sender thread ships the queue every 50 ms, joined, down a
-pipe to a worker process (`python -m analyzer.capture.pipeline`) that decodes, frames, redacts,
+pipe to a worker process (`python -m analyzer.capture.worker`) that decodes, frames, redacts,
 serializes and writes (`Recorder` + `CaptureWriter`, inline: the worker has one thread), on the
 other core. Doing that work in the proxy process, even on a thread, halved the proxy's SSE
 event rate: the GIL makes every microsecond spent recording a microsecond the event loop does
 not forward traffic.
 
-The pipe carries a stream of frames, each a tag byte and fixed little-endian fields:
+The pipe carries frames (`analyzer.capture.pipe`); the worker is `analyzer.capture.worker`.
 
-- `C` a streamed chunk: flow id length (u16), flow id, monotonic ns (i64), length (u32), the
-  raw bytes. The hottest path of all, so it reads one clock: the sender stamps each shipment
-  with a `T` frame, wall clock and monotonic ns (i64 each) read together, and the worker takes
-  a chunk's wall clock as its monotonic time plus that offset. The two differ only if the wall
-  clock was stepped in the few milliseconds between the chunk and its shipment.
-- `P` anything else (request, response, end of stream, unreachable upstream; once per flow):
-  a length (u32) and a pickled tuple. Pickle is safe here: our own parent process wrote it.
-- `N` counters: records dropped at the full queue and capture errors (u64 each) since the last.
-- `R` rotate: close the current capture file and open the next (the proxy got SIGHUP).
-- `X` goodbye: the proxy is closing cleanly.
-
-The worker owns the capture's numbers, so it also prints the stats line (every
-`stats_interval_s`, and at close) and, with `metrics`, serves them to Prometheus
-(`analyzer.capture.health`).
+The worker owns the capture's numbers, so it also prints the stats line and serves /metrics.
 
 Secrets cross the pipe in memory, between two processes of the same user, and are redacted
 before anything reaches disk. The worker exits when the pipe closes; if the proxy died without
@@ -46,47 +33,38 @@ import fcntl
 import logging
 import os
 import pickle
-import secrets
-import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import IO, Any
 
-from analyzer.capture.health import MetricsServer, stats_line
-from analyzer.capture.recorder import Recorder, StreamTap
-from analyzer.capture.redaction import Redactor
+from analyzer.capture.pipe import (
+    CHUNK_TAIL,
+    CLOCK,
+    COUNTERS,
+    EXIT_RECORDS_LOST,
+    FLOW_LEN,
+    PICKLED,
+    Item,
+    write_frame,
+)
 from analyzer.capture.retention import Retention
-from analyzer.capture.writer import CaptureError, CaptureWriter
+from analyzer.capture.writer import CaptureError
 
-_LEN = struct.Struct("<Q")
-_FLOW_LEN = struct.Struct("<H")
-_CHUNK_TAIL = struct.Struct("<qI")  # after a chunk frame's flow id: mono ns, length
-_pack_chunk_tail = _CHUNK_TAIL.pack  # bound once: the hot path looks up nothing it can avoid
+_pack_chunk_tail = CHUNK_TAIL.pack  # bound once: the hot path looks up nothing it can avoid
 _monotonic_ns = time.monotonic_ns
-_PICKLED = struct.Struct("<I")
-_CLOCK = struct.Struct("<qq")
-_COUNTERS = struct.Struct("<QQ")
-_TAG_CHUNK, _TAG_PICKLED, _TAG_CLOCK, _TAG_COUNTERS, _TAG_ROTATE, _TAG_CLOSE = b"CPTNRX"
 # 50 ms, not 10: fewer wake-ups of the sender (and GIL hand-offs) in the proxy and of the worker,
 # in bigger batches; measured 0.6-1 µs less proxy CPU per SSE event (bench/proxy_bench.py).
 # Well inside the durability bound: a record is shipped within 50 ms and synced within the
 # writer's flush interval after that.
 _SEND_INTERVAL_S = 0.05
 _READY_TIMEOUT_S = 30.0
-_READ_SIZE = 1 << 20
 # Linux: a 1 MiB pipe holds a shipment at full rate, so the sender rarely waits on the worker.
 _F_SETPIPE_SZ = 1031
 _PIPE_SIZE = 1 << 20
-# The worker's exit status when its writer gave records up after failed writes.
-EXIT_RECORDS_LOST = 3
-
-Item = tuple[Any, ...]
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +77,7 @@ import sys
 root = sys.argv[1]
 if root not in sys.path:
     sys.path.insert(0, root)
-from analyzer.capture.pipeline import main
+from analyzer.capture.worker import main
 sys.exit(main())
 """
 
@@ -112,36 +90,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _write_frame(pipe: IO[bytes], obj: object) -> None:
-    """The configuration, the first thing on the pipe: a length and a pickle."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    pipe.write(_LEN.pack(len(data)))
-    pipe.write(data)
-    pipe.flush()
-
-
-def _read_exact(fd: int, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        piece = os.read(fd, size - len(data))
-        if not piece:
-            break
-        data += piece
-    return data
-
-
-def _read_frame(fd: int) -> Any:
-    """The configuration: read from the file descriptor itself, so nothing is buffered."""
-    head = _read_exact(fd, _LEN.size)
-    if len(head) < _LEN.size:
-        return None
-    (size,) = _LEN.unpack(head)
-    data = _read_exact(fd, size)
-    if len(data) < size:
-        return None
-    return pickle.loads(data)  # our own parent process wrote it
 
 
 class CaptureClient:
@@ -199,7 +147,7 @@ class CaptureClient:
             "stats_interval_s": stats_interval_s,
             "metrics": metrics,
         }
-        _write_frame(self._pipe, config)
+        write_frame(self._pipe, config)
         ready = self._proc.stdout.readline().decode("utf-8", "replace").strip()
         if ready != "ready":
             self._proc.wait(_READY_TIMEOUT_S)
@@ -212,7 +160,7 @@ class CaptureClient:
     def _put(self, item: Item) -> None:
         if len(self._items) < self.queue_max and not self._closed:
             data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-            self._items.append(b"P" + _PICKLED.pack(len(data)) + data)
+            self._items.append(b"P" + PICKLED.pack(len(data)) + data)
         else:
             self._dropped += 1
 
@@ -239,7 +187,7 @@ class CaptureClient:
 
     def _flow_head(self, flow: str) -> bytes:
         encoded = flow.encode("utf-8", "surrogatepass")
-        head = self._flow_heads[flow] = b"C" + _FLOW_LEN.pack(len(encoded)) + encoded
+        head = self._flow_heads[flow] = b"C" + FLOW_LEN.pack(len(encoded)) + encoded
         return head
 
     def stream_end(self, flow: str, how: str, error: str | None = None) -> None:
@@ -266,12 +214,12 @@ class CaptureClient:
         """Everything queued, framed, after a clock frame (and a counters frame if they grew);
         and how many records that is."""
         popleft = self._items.popleft
-        frames = [b"T" + _CLOCK.pack(*_now())]
+        frames = [b"T" + CLOCK.pack(*_now())]
         dropped, errors = self._dropped, self._errors
         if (dropped, errors) != (self._dropped_sent, self._errors_sent):
             delta = (dropped - self._dropped_sent, errors - self._errors_sent)
             self._dropped_sent, self._errors_sent = dropped, errors
-            frames.append(b"N" + _COUNTERS.pack(*delta))
+            frames.append(b"N" + COUNTERS.pack(*delta))
         records = len(self._items)
         frames += [popleft() for _ in range(records)]
         if self._rotate:
@@ -368,260 +316,3 @@ def _exit_text(code: int | None) -> str:
             return f"killed by {signal.Signals(-code).name}"
         return f"killed by signal {-code}"
     return f"exit {code}"
-
-
-class _SayOnStderr(logging.Handler):
-    """The worker's capture messages on the stderr it shares with the proxy, as the proxy's
-    own: one `seamwatch:` line each, at once."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            print(f"seamwatch: {record.getMessage()}", file=sys.stderr, flush=True)
-        except Exception:
-            self.handleError(record)
-
-
-class _Worker:
-    """The worker's side: replays the proxy's frames into the recorder and the writer."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        redactor = Redactor(enabled=config["redact"], key=secrets.token_bytes(32))
-        self.writer = CaptureWriter(
-            Path(config["out_dir"]),
-            open_fields={**config["open_fields"], "redaction": redactor.policy()},
-            rotate_bytes=config["rotate_bytes"],
-            flush_interval_s=config["flush_interval_s"],
-            retention=config.get("retention"),
-        )
-        self.recorder = Recorder(self.writer, redactor, replica_header=config["replica_header"])
-        self.taps: dict[str, StreamTap] = {}
-        self.wall_offset = time.time_ns() - time.monotonic_ns()
-        self.closed = False
-        self._chunk_frames: dict[int, struct.Struct] = {}
-        self.bytes = 0
-        # Write lag: the monotonic time of the oldest record fed since the last write.
-        self._oldest: int | None = None
-        self.write_lag_s = 0.0
-        self.stats_interval_s: float | None = config.get("stats_interval_s")
-        self.stats_due = time.monotonic() + (self.stats_interval_s or 0)
-        self.metrics = MetricsServer(self.health)
-
-    def health(self) -> dict[str, float]:
-        """The numbers of the stats line and of /metrics (`analyzer.capture.health`)."""
-        counters = self.writer.counters
-        return {
-            "exchanges": self.recorder.exchanges,
-            "sse_events": self.recorder.events,
-            "bytes": self.bytes,
-            "written": counters["written"],
-            "dropped": counters["dropped"],
-            "redacted": counters["redacted"],
-            "addon_errors": counters["addon_errors"],
-            "files": self.writer.files,
-            "files_deleted": self.writer.files_deleted,
-            "write_lag_seconds": self.write_lag_s,
-        }
-
-    def say_stats(self) -> None:
-        if self.stats_interval_s is not None:
-            print(f"seamwatch: stats: {stats_line(self.health())}", file=sys.stderr, flush=True)
-
-    def pump(self) -> float:
-        """Write what was fed, measure the lag, print stats when due; seconds until due again."""
-        due = self.writer.pump()
-        now_ns = time.monotonic_ns()
-        if self._oldest is not None:
-            self.write_lag_s = max(0, now_ns - self._oldest) / 1e9
-            if not self.writer.holding:
-                self._oldest = None
-        else:
-            self.write_lag_s = 0.0
-        if self.stats_interval_s:  # 0: at close only
-            now = now_ns / 1e9
-            if now >= self.stats_due:
-                self.say_stats()
-                self.stats_due = now + self.stats_interval_s
-            due = min(due, max(0.0, self.stats_due - now))
-        return due
-
-    def _seen(self, mono: int) -> None:
-        if self._oldest is None or mono < self._oldest:
-            self._oldest = mono
-
-    def feed(self, buf: bytes) -> int:
-        """Apply the whole frames at the start of `buf`; how many bytes they took."""
-        pos, end = 0, len(buf)
-        while pos < end:
-            tag = buf[pos]
-            if tag == _TAG_CHUNK:
-                after = self._chunk_run(buf, pos, end)
-                if after == pos:
-                    break  # a torn frame: wait for the rest
-                pos = after
-            elif tag == _TAG_CLOCK:
-                if pos + 1 + _CLOCK.size > end:
-                    break
-                wall, mono = _CLOCK.unpack_from(buf, pos + 1)
-                self.wall_offset = wall - mono
-                pos += 1 + _CLOCK.size
-            elif tag == _TAG_PICKLED:
-                if pos + 1 + _PICKLED.size > end:
-                    break
-                (size,) = _PICKLED.unpack_from(buf, pos + 1)
-                at = pos + 1 + _PICKLED.size
-                if at + size > end:
-                    break
-                item = pickle.loads(buf[at : at + size])  # our own parent process wrote it
-                pos = at + size
-                self._seen(item[1][1])
-                self.guarded(self.apply, item)
-            elif tag == _TAG_COUNTERS:
-                if pos + 1 + _COUNTERS.size > end:
-                    break
-                self.writer.count_upstream(*_COUNTERS.unpack_from(buf, pos + 1))
-                pos += 1 + _COUNTERS.size
-            elif tag == _TAG_ROTATE:
-                self.writer.rotate()
-                pos += 1
-            elif tag == _TAG_CLOSE:
-                self.closed = True
-                return end
-            else:
-                raise ValueError(f"capture pipe out of step: tag {tag:#x} at {pos}")
-        return pos
-
-    def _chunk_run(self, buf: bytes, pos: int, end: int) -> int:
-        """Hand the run of whole chunk frames of one flow at `pos` to its tap; where it ends."""
-        if pos + 1 + _FLOW_LEN.size > end:
-            return pos
-        head_size = 1 + _FLOW_LEN.size + _FLOW_LEN.unpack_from(buf, pos + 1)[0]
-        head = buf[pos : pos + head_size]
-        frame = self._chunk_frames.get(head_size)
-        if frame is None:  # one struct per flow id length: the whole header in one unpack
-            frame = self._chunk_frames[head_size] = struct.Struct(f"<{head_size}sqI")
-        unpack, size = frame.unpack_from, frame.size
-        raws: list[bytes] = []
-        monos: list[int] = []
-        while pos + size <= end:
-            this_head, mono, length = unpack(buf, pos)
-            if this_head != head:
-                break  # another flow's chunk, or another frame
-            start = pos + size
-            stop = start + length
-            if stop > end:
-                break
-            raws.append(buf[start:stop])
-            monos.append(mono)
-            pos = stop
-        if raws:
-            self.chunks(head[1 + _FLOW_LEN.size :], raws, monos)
-        return pos
-
-    def guarded(self, step: Any, *args: Any) -> None:
-        try:
-            step(*args)
-        except Exception:
-            self.writer.count_error()
-
-    def chunks(self, flow_id: bytes, raws: list[bytes], monos: list[int]) -> None:
-        self.bytes += sum(map(len, raws))
-        self._seen(monos[0])
-        tap = self.taps.get(flow_id.decode("utf-8", "surrogatepass"))
-        if tap is not None:
-            self.guarded(tap.feed_many, raws, monos, self.wall_offset)
-
-    def apply(self, item: Item) -> None:
-        kind, at = item[0], item[1]
-        if kind == "request":
-            self._count_body(item[3])
-            self.recorder.request(item[2], at=at, **item[3])
-        elif kind == "response":
-            self._count_body(item[3])
-            tap = self.recorder.response(item[2], at=at, **item[3])
-            if tap is not None:
-                self.taps[item[2]] = tap
-        elif kind == "end":
-            tap = self.taps.pop(item[2], None)
-            if tap is not None:
-                tap.end(item[3], item[4], at)
-            else:
-                self.recorder.stream_end(item[2], item[3], item[4], at=at)
-        elif kind == "unreachable":
-            self.recorder.server_unreachable(item[2], item[3], at=at)
-
-    def _count_body(self, fields: dict[str, Any]) -> None:
-        body = fields.get("body")
-        if isinstance(body, bytes):
-            self.bytes += len(body)
-
-    def finish(self, *, clean: bool) -> int:
-        """Close the capture; the worker's exit status (`EXIT_RECORDS_LOST` after a loss)."""
-        for tap in self.taps.values():
-            tap.end("open_at_shutdown")
-        self.taps.clear()
-        if clean:
-            self.writer.close()
-        else:
-            self.writer.abandon()
-        self.metrics.close()
-        self._oldest = None
-        self.write_lag_s = 0.0
-        self.say_stats()
-        return EXIT_RECORDS_LOST if self.writer.lost else 0
-
-
-def main() -> int:
-    """`python -m analyzer.capture.pipeline`: the worker, fed by its parent on stdin."""
-    # The proxy decides when the capture ends (by closing the pipe), not a signal sent to
-    # the whole process group by a terminal or a supervisor.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # SIGHUP rotates the capture: the proxy's to handle (it tells this worker, in order).
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    # When the cores are saturated the proxy goes first: the worker lags behind (its input is
-    # queued, bounded, in the proxy) and catches up when the traffic lets it.
-    with contextlib.suppress(OSError):
-        os.nice(10)
-    capture_log = logging.getLogger("analyzer.capture")
-    capture_log.addHandler(_SayOnStderr(logging.WARNING))
-    capture_log.propagate = False
-    stdin, stdout = sys.stdin.fileno(), sys.stdout
-    config = _read_frame(stdin)
-    if config is None:
-        return 2
-    try:
-        worker = _Worker(config)
-        # This process does nothing but record: its one thread writes too (`pump`), each
-        # batch as soon as it is recorded, and syncs on the writer's cadence.
-        if config.get("metrics"):
-            host, port = config["metrics"]
-            worker.metrics.start(host, port)
-        worker.writer.start(inline=True)
-    except (CaptureError, OSError, ValueError) as e:
-        print(f"cannot capture to {config['out_dir']}: {e}", file=stdout, flush=True)
-        return 2
-    print("ready", file=stdout, flush=True)
-    poll = select.poll()
-    poll.register(stdin, select.POLLIN)
-    buf = b""
-    while True:
-        try:
-            used = worker.feed(buf)
-        except ValueError:  # out of step: what came before is written, the rest is not ours
-            worker.writer.count_error()
-            worker.finish(clean=False)
-            return 1
-        buf = buf[used:]
-        if worker.closed:
-            return worker.finish(clean=True)
-        # Write what was recorded; wait for input no longer than the next sync is due.
-        while not poll.poll(worker.pump() * 1000 + 1):
-            pass
-        data = os.read(stdin, _READ_SIZE)
-        if not data:  # the proxy died without a goodbye; a torn last frame is dropped
-            return worker.finish(clean=False)
-        buf += data  # the unparsed rest is at most a frame
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -62,8 +62,8 @@ def test_key_follows_the_normalizing_code(tmp_path: Path, monkeypatch: pytest.Mo
 
 # Imported by the readers, yet deciding nothing a normalized table holds: the package's version,
 # the cache itself (its layout is `_ENTRY_FORMAT`), the input reports, temporary folders, the
-# capture package's exports, and the proxy's capture writer, its retention, record models and
-# redaction (readers write, delete, validate and redact nothing).
+# capture package's exports, and the proxy's capture writer, its files, its retention, record
+# models and redaction (readers write, delete, validate and redact nothing).
 _NOT_NORMALIZING = {
     "__init__.py",
     "cache/__init__.py",
@@ -73,6 +73,7 @@ _NOT_NORMALIZING = {
     "inputs.py",
     "scratch.py",
     "capture/__init__.py",
+    "capture/files.py",
     "capture/redaction.py",
     "capture/retention.py",
     "capture/writer.py",

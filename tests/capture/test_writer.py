@@ -18,7 +18,7 @@ import pytest
 from pydantic_core import to_json
 
 from analyzer.capture.retention import Retention
-from analyzer.capture.writer import CaptureError, CaptureWriter, prepare_capture_dir
+from analyzer.capture.writer import CaptureError, CaptureWriter
 from analyzer.record_models import RECORD_ADAPTER, CaptureOpen
 from analyzer.records import SCHEMA
 from tests.support.disk import fill, small_disk
@@ -311,17 +311,6 @@ def test_missing_parents_are_made_private_whatever_the_umask(tmp_path: Path) -> 
         p.name: stat.S_IMODE(p.stat().st_mode) for p in (out.parents[2], *out.parents[:2], out)
     }
     assert modes == {"shared": 0o755, "a": 0o700, "b": 0o700, "cap": 0o700}
-
-
-def test_prepare_capture_dir_fails_as_the_writer_would_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("")
-    with pytest.raises(CaptureError, match=r"^not a directory: .*file$"):
-        prepare_capture_dir(tmp_path / "file")
-    with pytest.raises(CaptureError, match=r"^not a directory: .*file$"):
-        prepare_capture_dir(tmp_path / "file" / "cap")
-    ok = tmp_path / "a" / "cap"
-    prepare_capture_dir(ok)
-    assert ok.is_dir() and list(ok.iterdir()) == []  # the probe file is gone
 
 
 def test_an_existing_folder_keeps_its_mode(out_dir: Path) -> None:
