@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from analyzer.timeline import continuations
-from tests.support.records import Capture, event, res, timeline_of
+from tests.support.records import Capture, event, timeline_of
 from tests.support.streams import Session, note, prime, progress
 
 Build = Callable[[Capture], None]
