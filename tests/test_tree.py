@@ -77,7 +77,6 @@ LONG_MODULES = {
 DETECTOR_MAX_LINES = 150
 LONG_DETECTORS = {
     "analyzer.detectors.counter_reset": "#31",
-    "analyzer.detectors.duplicate_response": "#31",
     "analyzer.detectors.header_mismatch": "#31",
     "analyzer.detectors.lost_response": "#31",
     "analyzer.detectors.repeated_tool_call": "#31",
