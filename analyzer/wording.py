@@ -20,3 +20,8 @@ def pick(*branches: tuple[pl.Expr, str], otherwise: str | pl.Expr) -> pl.Expr:
     """The text of the first branch whose condition holds, else `otherwise`."""
     last = otherwise if isinstance(otherwise, pl.Expr) else pl.lit(otherwise)
     return pl.coalesce(*(pl.when(cond).then(pl.lit(text)) for cond, text in branches), last)
+
+
+def seconds(delta: pl.Expr) -> pl.Expr:
+    """A duration as seconds to one decimal: `12.3`."""
+    return (delta.dt.total_milliseconds() / 1000).round(1).cast(pl.String)

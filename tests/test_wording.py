@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
-from analyzer.wording import OPENER, json_number, pick
+from analyzer.wording import OPENER, json_number, pick, seconds
 
 
 def test_json_number_writes_whole_floats_as_integers() -> None:
@@ -21,3 +23,8 @@ def test_pick_takes_the_first_branch_that_holds() -> None:
     frame = pl.DataFrame({"a": [True, False, False], "b": [True, True, False]})
     text = pick((pl.col("a"), "first"), (pl.col("b"), "second"), otherwise="neither")
     assert frame.select(text).to_series().to_list() == ["first", "second", "neither"]
+
+
+def test_seconds_to_one_decimal() -> None:
+    frame = pl.DataFrame({"d": [dt.timedelta(milliseconds=12345), dt.timedelta(0)]})
+    assert frame.select(seconds(pl.col("d"))).to_series().to_list() == ["12.3", "0.0"]
