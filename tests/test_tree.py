@@ -78,7 +78,6 @@ DETECTOR_MAX_LINES = 150
 LONG_DETECTORS = {
     "analyzer.detectors.counter_reset": "#31",
     "analyzer.detectors.header_mismatch": "#31",
-    "analyzer.detectors.lost_response": "#31",
 }
 PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}  # none left since #27
 
