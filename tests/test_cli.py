@@ -1,4 +1,4 @@
-"""The `seamwatch` command line (analyzer/cli.py): dispatch to the lab, help texts, the
+"""The `seamwatch` command line (analyzer/cli/__init__.py): dispatch to the lab, help texts, the
 proxy's checks of its arguments before it starts."""
 
 from __future__ import annotations
@@ -166,12 +166,12 @@ def test_an_unusable_out_is_one_line_and_exit_2_before_the_proxy_starts(
 
 def _crash_in_report(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug where no input can reach: the report writer raises."""
-    from analyzer.report import run
+    from analyzer.cli import analyze
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("report writer broke")
 
-    monkeypatch.setattr(run, "build_report", broken)
+    monkeypatch.setattr(analyze, "build_report", broken)
 
 
 def _capture(tmp_path: Path) -> Path:

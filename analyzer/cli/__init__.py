@@ -270,13 +270,13 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from analyzer.report.run import analyze_command
+    from analyzer.cli.analyze import analyze_command
 
     return analyze_command(args)
 
 
 def _cmd_baseline_write(args: argparse.Namespace) -> int:
-    from analyzer.report.run import baseline_write_command
+    from analyzer.cli.analyze import baseline_write_command
 
     return baseline_write_command(args)
 
@@ -303,7 +303,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
-    from analyzer.report.run import detector_options
+    from analyzer.cli.analyze import detector_options
     from dashboards.launch import launch
 
     detector_options(args)  # a bad --only, --disable or --config: exit 2 before the server
@@ -564,7 +564,3 @@ def _traceback_file(text: str, out: str | None) -> Path | None:
             f.write(text)
         return path
     return None
-
-
-if __name__ == "__main__":
-    sys.exit(main())
