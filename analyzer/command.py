@@ -11,12 +11,12 @@ import ipaddress
 import stat
 from pathlib import Path
 
-from analyzer import SeamwatchError
+from analyzer import UserError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-class UsageError(SeamwatchError):
+class UsageError(UserError):
     """Bad usage or unreadable input: exit 2 with a one-line reason."""
 
 
