@@ -61,14 +61,15 @@ _OWED: Final = (
 )
 
 
-def _part(text: pl.Expr, ids: str, level: pl.Expr, last: str = "r_ts") -> list[pl.Expr]:
-    """A part's row for `losses.gathered`: the cursor and `ids`, and their flows, as evidence."""
-    flows = "r_flow" if ids == "" else ("cursor_flow_id", "r_flow")
+def _part(text: pl.Expr, ids: str | None, level: pl.Expr, last: str = "r_ts") -> list[pl.Expr]:
+    """A part's row for `losses.gathered`: evidence the cursor and `ids` on the cursor's and the
+    resume's flows; an owed response (`ids` None) the last resume's cursor and flow."""
+    flows = ("cursor_flow_id", "r_flow") if ids else ("r_flow",)
     return [
         pl.col("stream_id"),
         text.alias("text"),
         pl.concat_list("cursor", *([ids] if ids else [])).alias("event_ids"),
-        pl.concat_list(flows).alias("flow_ids"),
+        pl.concat_list(*flows).alias("flow_ids"),
         pl.col("r_ts").alias("first_ts"),
         pl.col(last).alias("last_ts"),
         level.alias("level"),
@@ -99,7 +100,7 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             losses.counter_skips(timeline, resumes.lazy(), counted)
             .select(*_part(skipped, "a_event_id", medium)),
             losses.owed(timeline, resumes.lazy())
-            .select(*_part(owed, "", high, last="end_ts")),
+            .select(*_part(owed, None, high, last="end_ts")),
         )
     )  # fmt: skip
     opened = (
