@@ -22,7 +22,7 @@ from typing import Final
 
 import polars as pl
 
-from analyzer import SeamwatchError
+from analyzer import UserError
 
 __all__ = [
     "SCHEMA",
@@ -40,7 +40,7 @@ __all__ = [
 SCHEMA: Final = 1
 
 
-class BaselineError(SeamwatchError):
+class BaselineError(UserError):
     """A baseline file that cannot be read; the message is one line naming the file."""
 
 

@@ -1,7 +1,8 @@
 """What the `seamwatch` subcommands share: exit codes, the usage error, folder checks.
 
 Below both the CLI (`analyzer.cli`, which parses and dispatches) and the commands it runs
-(`analyzer.report.run`, `analyzer.otlp.command`), so neither imports the other back.
+(`analyzer.cli.analyze`, `analyzer.otlp.command`, the dashboard's launch), so none imports the
+CLI back.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import ipaddress
 import stat
 from pathlib import Path
 
-from analyzer import SeamwatchError
+from analyzer import UserError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-class UsageError(SeamwatchError):
+class UsageError(UserError):
     """Bad usage or unreadable input: exit 2 with a one-line reason."""
 
 
@@ -33,6 +34,13 @@ def one_line(error: BaseException) -> str:
     """An exception's message on one line, for exit 2."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
+
+
+def parse_ids(text: str | None) -> list[str] | None:
+    """Comma-separated detector ids of `--only` / `--disable`; None when the option is absent."""
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def writable_by_others(folder: Path) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from analyzer import SeamwatchError
+from analyzer import UserError
 from analyzer.findings import (
     Severity,
     as_findings,
@@ -47,7 +47,7 @@ _ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 DetectorConfig = Mapping[str, Mapping[str, object]]
 
 
-class ConfigError(SeamwatchError):
+class ConfigError(UserError):
     """A `--config` file, `--only` or `--disable` naming something that does not exist."""
 
 

@@ -18,7 +18,7 @@ import datetime as dt
 import enum
 import functools
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 import polars as pl
@@ -280,6 +280,27 @@ def emit(
         (pl.col(value) if isinstance(value, str) else value).alias(name)
         for name, value in columns.items()
         if value is not None
+    )
+
+
+def merged(found: pl.LazyFrame, evidence: Sequence[str]) -> pl.LazyFrame:
+    """`emit`'s rows of one session and `fingerprint_extra` as one row, taken in the order of
+    their times: era and severity the first's, each `evidence` column concatenated without
+    repeats, the earliest `first_ts` and latest `last_ts`. Title and detail are the caller's."""
+    return (
+        found.sort("last_ts", "first_ts")
+        .group_by("session", FINGERPRINT_EXTRA, maintain_order=True)
+        .agg(
+            pl.col("era", "severity").first(),
+            *(
+                pl.col(c)
+                .list.explode(keep_nulls=False, empty_as_null=False)
+                .unique(maintain_order=True)
+                for c in evidence
+            ),
+            pl.col("first_ts").min(),
+            pl.col("last_ts").max(),
+        )
     )
 
 

@@ -16,9 +16,9 @@ from typing import Any, Final
 import polars as pl
 
 import analyzer.detectors as detectors
+from analyzer.command import parse_ids
 from analyzer.ingest import input_kind
 from analyzer.ingest.jsonl import capture_files
-from analyzer.report.run import parse_ids
 from analyzer.timeline import Timeline
 
 #: Name, size and mtime (ns) of every file an input is read from.

@@ -1,4 +1,4 @@
-"""The `seamwatch` command line (analyzer/cli.py): dispatch to the lab, help texts, the
+"""The `seamwatch` command line (analyzer/cli/__init__.py): dispatch to the lab, help texts, the
 proxy's checks of its arguments before it starts."""
 
 from __future__ import annotations
@@ -166,12 +166,12 @@ def test_an_unusable_out_is_one_line_and_exit_2_before_the_proxy_starts(
 
 def _crash_in_report(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug where no input can reach: the report writer raises."""
-    from analyzer.report import run
+    from analyzer.cli import analyze
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("report writer broke")
 
-    monkeypatch.setattr(run, "build_report", broken)
+    monkeypatch.setattr(analyze, "build_report", broken)
 
 
 def _capture(tmp_path: Path) -> Path:
@@ -256,3 +256,85 @@ def test_the_proxy_warns_on_an_out_folder_others_can_write(
         "capture files that analyze will merge with this capture"
     )
     assert (warning in err) is warned
+
+
+# --- every error the user can cause: exit 2, one line on stderr, no traceback ------------------
+
+SEAMWATCH = Path(sys.executable).parent / "seamwatch"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of inputs and settings each wrong in one way."""
+    folder = tmp_path_factory.mktemp("bad")
+    files = {
+        "empty.jsonl": "",
+        "bad.har": "garbage",
+        "bad.mitm": "x",
+        "unknown.toml": "[detectors.nope]\nx = 1\n",
+        "broken.toml": "not toml [",
+        "threshold.toml": '[detectors.causal-gap]\nprogress_jump = "big"\n',
+        "base.json": '{"a": 1}',
+        "base-entry.json": '{"schema": 1, "findings": [{"fingerprint": ""}]}',
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    (folder / "nothing").mkdir()
+    return folder
+
+
+USER_ERRORS = {
+    "an input that does not exist": (["analyze", "gone.jsonl"], "seamwatch: gone.jsonl: no such"),
+    "a file with no capture records": (["analyze", "empty.jsonl"], "seamwatch: no capture records"),
+    "a HAR that is not one": (["analyze", "bad.har"], "seamwatch: bad.har: not a HAR file"),
+    "a dump that is not one": (["analyze", "bad.mitm"], "seamwatch: bad.mitm: not a mitmproxy"),
+    "a folder without captures": (["analyze", "nothing"], "seamwatch: nothing: no capture files"),
+    "a config naming no detector": (
+        ["analyze", "empty.jsonl", "--config", "unknown.toml"], "seamwatch: config unknown.toml:"),
+    "a config that is not TOML": (
+        ["analyze", "empty.jsonl", "--config", "broken.toml"], "seamwatch: config broken.toml is"),
+    "a config threshold that is no number": (
+        ["analyze", "empty.jsonl", "--config", "threshold.toml"], "seamwatch: config threshold"),
+    "a config that does not exist": (
+        ["analyze", "empty.jsonl", "--config", "gone.toml"], "seamwatch: cannot read config"),
+    "a baseline of another shape": (
+        ["analyze", "empty.jsonl", "--baseline", "base.json"], "seamwatch: baseline base.json:"),
+    "a baseline entry without a fingerprint": (
+        ["analyze", "empty.jsonl", "--baseline", "base-entry.json"], "seamwatch: baseline "),
+    "a baseline that does not exist": (
+        ["analyze", "empty.jsonl", "--baseline", "gone.json"], "seamwatch: baseline gone.json:"),
+    "an unknown detector id": (["analyze", "empty.jsonl", "--only", "nope"], "seamwatch: --only:"),
+    "no detector left": (
+        ["analyze", "empty.jsonl", "--only", "causal-gap", "--disable", "causal-gap"],
+        "seamwatch: --only and --disable leave no detector"),
+    "an unknown severity": (
+        ["analyze", "empty.jsonl", "--fail-on", "worst"], "seamwatch: --fail-on"),
+    "an unknown format": (
+        ["analyze", "empty.jsonl", "--format", "xml"], "seamwatch analyze: error: argument"),
+    "an unknown option": (["analyze", "empty.jsonl", "--bogus"], "seamwatch: error: unrecognized"),
+    "an unknown command": (["bogus"], "seamwatch: error: argument COMMAND: invalid choice"),
+    "no input": (["analyze"], "seamwatch analyze: error: the following arguments are required"),
+    "a report that cannot be written": (
+        ["analyze", "empty.jsonl", "--out", "gone/r.json"], "seamwatch: cannot write gone/r.json"),
+    "a baseline that cannot be written": (
+        ["baseline", "write", "empty.jsonl", "--out", "nothing"], "seamwatch: cannot write"),
+    "an export target that is no URL": (
+        ["export", "empty.jsonl", "--otlp-endpoint", "collector"], "seamwatch: --otlp-endpoint"),
+    "a dashboard of an input that does not exist": (
+        ["dashboard", "gone.jsonl"], "seamwatch: gone.jsonl: no such"),
+    "a proxy upstream that is no origin": (
+        ["proxy", "--upstream", "ftp://x"], "seamwatch proxy: error: argument --upstream"),
+    "a proxy listen port out of range": (
+        ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:99999"],
+        "seamwatch proxy: error: argument --listen"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "said"), USER_ERRORS.values(), ids=USER_ERRORS.keys())
+def test_a_user_error_is_one_line_and_exit_2(inputs: Path, argv: list[str], said: str) -> None:
+    done = subprocess.run(
+        [str(SEAMWATCH), *argv], cwd=inputs, capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(said), done.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import SeamwatchError
-from analyzer.command import UsageError, writable_by_others
+from analyzer.command import UsageError, parse_ids, writable_by_others
 
 
 def test_a_usage_error_is_a_seamwatch_error() -> None:
@@ -31,3 +31,9 @@ def test_a_missing_folder_or_a_file_is_not_writable_by_others(tmp_path: Path) ->
     file.chmod(0o666)
     assert not writable_by_others(tmp_path / "absent")
     assert not writable_by_others(file)
+
+
+def test_parse_ids() -> None:
+    assert parse_ids(None) is None
+    assert parse_ids("causal-gap, stale-cursor,,") == ["causal-gap", "stale-cursor"]
+    assert parse_ids("") == []

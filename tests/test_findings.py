@@ -25,6 +25,7 @@ from analyzer.findings import (
     findings_frame,
     fingerprint,
     finish_findings,
+    merged,
     validate_findings,
 )
 
@@ -291,6 +292,29 @@ def test_emit_without_a_remedy_keeps_the_detail() -> None:
     found = pl.LazyFrame({"session_id": ["s"], "era": [None], "first_ts": [T0], "last_ts": [T0]})
     got = emit(found, title=pl.lit("t"), detail=pl.lit("d.")).collect()
     assert got["detail"].item() == "d."
+
+
+def test_merged_makes_one_row_of_a_session_and_extra_in_the_order_of_their_times() -> None:
+    at = [T0 + dt.timedelta(seconds=s) for s in (3, 1, 2, 5)]
+    found = pl.LazyFrame(
+        {
+            "session": ["a", "a", "b", "a"],
+            "fingerprint_extra": [["t"], ["t"], ["t"], ["u"]],
+            "era": ["2025-11-25", "2025-06-18", None, None],
+            "severity": ["low", "medium", "low", "high"],
+            "flow_ids": [["f2", "f3"], ["f1", "f2"], ["f9"], ["f5"]],
+            "first_ts": at,
+            "last_ts": at,
+        }
+    )
+    got = merged(found, ["flow_ids"]).sort("session", "fingerprint_extra").collect()
+    assert got.select("session", "era", "severity", "flow_ids").rows() == [
+        ("a", "2025-06-18", "medium", ["f1", "f2", "f3"]),
+        ("a", None, "high", ["f5"]),
+        ("b", None, "low", ["f9"]),
+    ]
+    assert got.row(0, named=True)["first_ts"] == at[1]
+    assert got.row(0, named=True)["last_ts"] == at[0]
 
 
 def test_as_findings_converts_other_time_zones() -> None:

@@ -24,7 +24,8 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
-from analyzer.timeline.counters import NOT_EPOCH, id_counter
+from analyzer.timeline.counters import ran_back
+from analyzer.wording import OPENER
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -34,80 +35,9 @@ _STREAM: Final = ("stream_id", "incarnation")
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per incarnation whose counter went back."""
-    cursors = timeline.incarnations.select(
-        *_STREAM, "cursor", "replica", *id_counter("cursor", "c_prefix", "c_n")
-    )
-    order = ("ts", "seq", "ordinal")
-    with_id = timeline.sse_events.filter(
-        pl.col("event_id").is_not_null() & (pl.col("event_id") != "")
-    )
-
-    def counters(events: pl.LazyFrame) -> pl.LazyFrame:
-        return events.with_columns(*id_counter("event_id", "prefix", "n")).filter(
-            pl.col("n").is_not_null() & NOT_EPOCH
-        )
-
-    # Only a stream where some incarnation's counter is not `ordinal + constant` can run back
-    # within an incarnation (`n - ordinal` constant means strictly rising), and only one whose
-    # counter reaches down to its cursor's can go back to it: the timeline's summary of every
-    # incarnation's counters (`Timeline.id_counters`) names those few streams before any sort
-    # or window sees their events.
-    suspect = (
-        timeline.id_counters.join(
-            # An incarnation without a cursor can meet no cursor here (46k of 437k have one at 10M).
-            cursors.filter(pl.col("cursor").is_not_null()).select(*_STREAM, "c_prefix", "c_n"),
-            on=list(_STREAM),
-            how="left",
-        )
-        .filter(
-            (pl.col("lo") != pl.col("hi"))
-            | ((pl.col("c_prefix") == pl.col("prefix")) & (pl.col("n") <= pl.col("c_n"))).fill_null(
-                False
-            )
-        )
-        .select("stream_id")
-        .unique()
-        .collect(engine="streaming")
-    )
-    if suspect.is_empty():  # no stream can have gone back (the usual case): no more passes
-        with_id = pl.LazyFrame(schema=with_id.collect_schema())
-    counted = counters(with_id.join(suspect.lazy(), on="stream_id", how="semi"))
-    ids = (
-        counted.sort("stream_id", "incarnation", "ordinal")
-        .with_columns(
-            pl.col("n").cum_max().shift(1).over(*_STREAM, "prefix").alias("high"),
-            (pl.col("n").diff() > 0).over(*_STREAM, "prefix").alias("rises"),
-        )
-        .join(cursors, on=list(_STREAM), how="left")
-    )
-    from_cursor = pl.when(pl.col("c_prefix") == pl.col("prefix")).then(pl.col("c_n"))
-    back = pl.col("n") <= pl.max_horizontal("high", from_cursor)
-    went_back = ids.filter(
-        pl.col("rises").fill_null(False).any().over("stream_id", "prefix")
-    ).filter(back.fill_null(False))
-    # Whether an id was issued earlier in the session (with this payload, or at all), in wire
-    # order: only for the ids that went back (all their issues carry the same counter).
-    issues = (
-        with_id.join(
-            went_back.select("session_id", "event_id"),
-            on=["session_id", "event_id"],
-            how="semi",
-            nulls_equal=True,
-        )
-        .pipe(counters)  # after the semi-join: the ids are parsed for the few rows it keeps
-        .sort(order)
-        .select(
-            "flow_id",
-            "ordinal",
-            (pl.int_range(pl.len()).over("session_id", "event_id", "payload_hash") > 0).alias(
-                "exact"
-            ),
-            (pl.int_range(pl.len()).over("session_id", "event_id") > 0).alias("reused"),
-        )
-    )
+    went_back = ran_back(timeline.sse_events, timeline.incarnations, timeline.id_counters)
     flagged = (
-        went_back.join(issues, on=["flow_id", "ordinal"], how="left")
-        .sort(*_STREAM, "ordinal")
+        went_back.sort(*_STREAM, "ordinal")
         .group_by("session_id", *_STREAM, maintain_order=True)
         .agg(
             pl.col("event_id").alias("back"),
@@ -115,7 +45,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
             (pl.col("reused") & ~pl.col("exact")).any().alias("collides"),
             pl.col("ts").min().alias("first_ts"),
             pl.col("ts").max().alias("last_ts"),
-            (pl.col("n") <= from_cursor).fill_null(False).all().alias("below_cursor"),
+            pl.col("at_cursor").all().alias("below_cursor"),
             pl.col("cursor", "flow_id", "replica").first(),
         )
         .filter(pl.col("new").list.len() > 0)
@@ -146,7 +76,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         "stream_id",
         "era",
         "request_id",
-        pl.format("{} request {}", "request_method", "request_id").alias("what"),
+        OPENER.alias("what"),
     )
     return emit(
         flagged.join(streams, on="stream_id"),

@@ -19,9 +19,6 @@ more, and both official SDKs' clients send one when such a request times out (th
 first, the client gave up on it).
 """
 
-# Longer than the 80 lines of STYLE.md item 8: what counts as answered differs by era, and the
-# detail must say where the chain ended and why a finding is only info.
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
@@ -30,21 +27,13 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
-from analyzer.timeline.answers import CANCELLATION, CARRIER, REQUEST
+from analyzer.timeline import unanswered
 from analyzer.timeline.keys import SESSIONLESS
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _OPEN: Final = pl.col("how").is_null() | (pl.col("how") == "open_at_shutdown")
-# The answer was not wholly captured: the response may be in the part we do not have.
-_UNSEEN: Final = (
-    pl.col("body_missing").fill_null(False)
-    | (pl.col("response_truncated_bytes").fill_null(0) > 0)
-    | (pl.col("tail_bytes").fill_null(0) > 0)
-).alias("unseen")
-
-
 # Cancelled only after the server had ended the request's stream, response-less and with no
 # event id to resume from: the client gave up on a response that could no longer come.
 _GAVE_UP: Final = (
@@ -57,55 +46,16 @@ _GAVE_UP: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per accepted client request that no response ever answered."""
-    # Requests, answers and cancellations only: the rows `build_timeline` collected once.
-    msgs, ex = timeline.rpc_messages, timeline.exchanges
-    carrier = CARRIER.alias("carrier")
-    # The client's first cancellation of each request, and when.
-    cancels = (
-        msgs.filter(CANCELLATION)
-        .group_by("session_id", pl.col("cancel_id").alias("rpc_id"))
-        .agg(pl.col("ts").min().alias("cancel_ts"))
-    )
-    # Streams that carried no event id (never resumed, so one incarnation): nothing to resume.
-    no_cursor = timeline.incarnations.filter(
-        (pl.col("incarnation") == 0) & pl.col("last_cursor").is_null()
-    ).select(pl.col("stream_id").alias("carrier"), pl.lit(True).alias("no_cursor"))
-    open_gets = (
-        timeline.streams.filter(
-            (pl.col("kind") == "get")
-            & (pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown"))
-        )
-        .select("session_id", pl.lit(True).alias("get_open"))
-        .unique()
-    )
-    # The unanswered requests (a few): only those meet their exchange and stream. `answered`:
-    # an answer to the request (`analyzer.timeline.answers`) came at or after it.
-    sent = msgs.filter(
-        REQUEST
-        & (pl.col("source") == "request_body")
-        & pl.col("rpc_id").is_not_null()
-        & (pl.col("method") != "subscriptions/listen").fill_null(True)
-        & ~pl.col("answered")
-    ).select("session_id", "flow_id", "ts", "rpc_id", "method", "tool_name", carrier)
     requests = (
-        sent.join(
-            ex.select("flow_id", "era", "status", "end_how", "replica", _UNSEEN), on="flow_id"
-        )
+        unanswered.requests(timeline)
         .filter(pl.col("status").is_between(200, 299).fill_null(False))
-        .join(
-            timeline.streams.select(
-                pl.col("stream_id").alias("carrier"), "incarnations", "last_end_how", "end_ts"
-            ),
-            on="carrier",
-            how="left",
-        )
-        .with_columns(pl.coalesce("last_end_how", "end_how").alias("how"))
+        # In 2026-07-28 closing or breaking a request's stream is its cancellation.
         .filter(~SESSIONLESS.fill_null(False) | (pl.col("how") == "complete").fill_null(False))
-        .join(cancels, on=["session_id", "rpc_id"], how="left")
-        .join(no_cursor, on="carrier", how="left")
         .filter(pl.col("cancel_ts").is_null() | _GAVE_UP)
     )
-    lost = requests.join(open_gets, on="session_id", how="left").with_columns(
+    lost = requests.join(
+        unanswered.open_get_sessions(timeline), on="session_id", how="left"
+    ).with_columns(
         pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
         .then(pl.lit(" Its stream was still open at capture end: the response may yet come."))
         .when("unseen")

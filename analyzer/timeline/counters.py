@@ -19,6 +19,7 @@ __all__ = [
     "id_counter",
     "id_counters",
     "own_prefixes",
+    "ran_back",
     "resume_counters",
     "went_on_at",
 ]
@@ -182,3 +183,87 @@ def own_prefixes(
         .filter(~pl.col("shared"))
         .select("stream_id", "prefix")
     )
+
+
+_INCARNATION: Final = ("stream_id", "incarnation")
+
+
+def ran_back(
+    events: pl.LazyFrame, incarnations: pl.LazyFrame, counters: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The SSE_EVENTS rows (`events`) whose counter went back within their incarnation: at or
+    below the incarnation's cursor (`at_cursor`: a resume goes back to it legitimately, never
+    below) or below the highest one already sent on it, in streams where that prefix's counter
+    rises between neighbours somewhere. Each with its incarnation's `cursor` and `replica`, and
+    whether its id was issued earlier in the session, in wire order: with this payload
+    (`exact`, a replay) or at all (`reused`). `counters`: `id_counters`."""
+    cursors = incarnations.select(
+        *_INCARNATION, "cursor", "replica", *id_counter("cursor", "c_prefix", "c_n")
+    )
+    with_id = events.filter(pl.col("event_id").is_not_null() & (pl.col("event_id") != ""))
+
+    def counted(events: pl.LazyFrame) -> pl.LazyFrame:
+        return events.with_columns(*id_counter("event_id", "prefix", "n")).filter(
+            pl.col("n").is_not_null() & NOT_EPOCH
+        )
+
+    # Only a stream where some incarnation's counter is not `ordinal + constant` can run back
+    # within an incarnation (`n - ordinal` constant means strictly rising), and only one whose
+    # counter reaches down to its cursor's can go back to it: the summary of every
+    # incarnation's counters names those few streams before any sort or window sees their
+    # events.
+    suspect = (
+        counters.join(
+            # An incarnation without a cursor can meet no cursor here (most have none).
+            cursors.filter(pl.col("cursor").is_not_null()).select(*_INCARNATION, "c_prefix", "c_n"),
+            on=list(_INCARNATION),
+            how="left",
+        )
+        .filter(
+            (pl.col("lo") != pl.col("hi"))
+            | ((pl.col("c_prefix") == pl.col("prefix")) & (pl.col("n") <= pl.col("c_n"))).fill_null(
+                False
+            )
+        )
+        .select("stream_id")
+        .unique()
+        .collect(engine="streaming")
+    )
+    if suspect.is_empty():  # no stream can have gone back (the usual case): no more passes
+        with_id = pl.LazyFrame(schema=with_id.collect_schema())
+    ids = (
+        counted(with_id.join(suspect.lazy(), on="stream_id", how="semi"))
+        .sort("stream_id", "incarnation", "ordinal")
+        .with_columns(
+            pl.col("n").cum_max().shift(1).over(*_INCARNATION, "prefix").alias("high"),
+            (pl.col("n").diff() > 0).over(*_INCARNATION, "prefix").alias("rises"),
+        )
+        .join(cursors, on=list(_INCARNATION), how="left")
+    )
+    from_cursor = pl.when(pl.col("c_prefix") == pl.col("prefix")).then(pl.col("c_n"))
+    back = pl.col("n") <= pl.max_horizontal("high", from_cursor)
+    went_back = (
+        ids.filter(pl.col("rises").fill_null(False).any().over("stream_id", "prefix"))
+        .filter(back.fill_null(False))
+        .with_columns((pl.col("n") <= from_cursor).fill_null(False).alias("at_cursor"))
+    )
+    # Only the ids that went back are looked up (all their issues carry the same counter).
+    issues = (
+        with_id.join(
+            went_back.select("session_id", "event_id"),
+            on=["session_id", "event_id"],
+            how="semi",
+            nulls_equal=True,
+        )
+        .pipe(counted)  # after the semi-join: the ids are parsed for the few rows it keeps
+        .sort("ts", "seq", "ordinal")
+        .select(
+            "flow_id",
+            "ordinal",
+            (pl.int_range(pl.len()).over("session_id", "event_id", "payload_hash") > 0).alias(
+                "exact"
+            ),
+            (pl.int_range(pl.len()).over("session_id", "event_id") > 0).alias("reused"),
+        )
+    )
+    return went_back.join(issues, on=["flow_id", "ordinal"], how="left")

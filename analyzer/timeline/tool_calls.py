@@ -231,6 +231,43 @@ def tool_calls(
     )
 
 
+PREVIOUS: Final = ("session_id", "flow_id", "stream_id", "request_id", "ts", "replica", "rank",
+                   "first_outcome", "result_delivered", "result_ts", "input_required")  # fmt: skip
+"""The columns of the call before it that `previous_calls` gives each call, as `prev_<column>`."""
+
+
+def previous_calls(
+    calls: pl.LazyFrame, sessions: pl.LazyFrame, exchanges: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The calls that are not read-only and whose key (client, server, tool, arguments) was sent
+    more than once (TOOL_CALLS rows), each with its replica, its session's `rank` among the
+    client's sessions, and the `PREVIOUS` columns of the call before it with the same key (null
+    for the first). The client is its ip, clientInfo and origin, else its session: its next
+    session is its next one at the same origin, and a call to another server is no repeat."""
+    client = pl.coalesce(
+        pl.concat_str("client_ip", "client_info", pl.col("origin").fill_null(""), separator="|"),
+        "session_id",
+    )
+    clients = sessions.select("session_id", client.alias("client"), "start")
+    rank = pl.col("start").rank("ordinal").over("client").alias("rank")
+    key = ("client", "server", "tool_name", "arguments_hash")
+    same_key = pl.all_horizontal(*(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in key))
+    return (
+        calls.filter(~pl.col("read_only_hint").fill_null(False))
+        .join(clients.with_columns(rank), on="session_id", how="left")
+        # Only a key sent twice can repeat (few calls are): the rest skip the replica lookup
+        # and the sort.
+        .filter(pl.len().over(key) > 1)
+        .join(exchanges.select("flow_id", "replica"), on="flow_id", how="left")
+        # Each call next to the one before it with the same key: sorted once, each previous
+        # value a shift (cheaper than a window per column over the key).
+        .sort(*key, "ts", "seq", maintain_order=True)
+        .with_columns(
+            pl.when(same_key).then(pl.col(c).shift(1)).alias(f"prev_{c}") for c in PREVIOUS
+        )
+    )
+
+
 HEADER_PARAMS: Final = pl.Schema({"tool": pl.String, "token": pl.String, "path": pl.String})
 """The columns of `header_params`: a tool, a lowercased `x-mcp-header` token, and the JSONPath
 of the argument it mirrors in a `tools/call` body."""

@@ -421,7 +421,7 @@ def test_a_full_disk_while_caching_falls_back_with_a_warning(
 def test_the_cache_deleted_while_an_analysis_parses_is_parsed_around(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from analyzer.report.run import load_timeline
+    from analyzer.analysis import load_timeline
 
     folder = _capture(tmp_path / "cap")
     expected = _analyze(folder, capsys, "--no-cache")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
-import polars as pl
 import pytest
 
-from analyzer.detectors.duplicate_response import DETECTOR, _recurring
+from analyzer.detectors.duplicate_response import DETECTOR
 from tests.support.records import Capture, event, req, res, sse, timeline_of
 from tests.support.streams import (
     S1,
@@ -230,30 +228,3 @@ def test_evidence_and_detail() -> None:
     assert row["stream_ids"] == ["f3", "f2"]
     assert row["title"] == "Duplicate response: the response to request 5 sent on 2 logical streams"
     assert "idempotency keys" in row["detail"]
-
-
-# --- `_recurring`, on hand-built frames ---------------------------------------------------------
-
-KEYED = pl.LazyFrame(
-    {
-        "s": ["a", "a", "a", "b", "b", None, None, "c", "c", "c"],
-        "k": ["1", "1", "2", "1", "2", "1", "1", "9", "9", "9"],
-        "n": list(range(10)),
-    }
-)
-
-
-@pytest.mark.parametrize("engine", ["streaming", "in-memory"])
-def test_recurring_keeps_every_row_of_a_recurring_key_once(
-    engine: Literal["streaming", "in-memory"],
-) -> None:
-    got = _recurring(KEYED, "s", "k").collect(engine=engine)
-    assert got.columns == ["s", "k", "n"]
-    assert sorted(got["n"].to_list()) == [0, 1, 5, 6, 7, 8, 9]
-
-
-def test_recurring_without_a_recurring_key_is_empty_with_the_rows_columns() -> None:
-    lone = KEYED.filter(pl.col("n").is_in([2, 4]))  # ("a", "2") and ("b", "2"): once each
-    got = _recurring(lone, "s", "k").collect()
-    assert got.height == 0
-    assert got.schema == _recurring(KEYED, "s", "k").collect().schema == lone.collect_schema()

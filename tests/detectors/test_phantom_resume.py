@@ -73,6 +73,13 @@ def tail_on_a_prefix_the_other_stream_shares(c: Capture) -> None:  # a session-w
     s.resume("evt-5", note("evt-9", "note 4"), note("evt-10", "note 5"))
 
 
+def fresh_answer_with_an_event_without_id(c: Capture) -> None:
+    s = Session(c, "S1")
+    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x"}}
+    s.call(4, prime("e1"), progress("e2", 1), progress("e3", 2))
+    s.resume("e2", note("n1", "opened"), event(log), end="client_closed", replica="b")
+
+
 FLAGGED = {
     "fresh stream under the old cursor (replica b)": (
         fresh_stream_under_the_old_cursor, ["e2", "e3", "e4", "e1"], ["4"]),
@@ -88,6 +95,8 @@ FLAGGED = {
         fresh_stream_further_along_the_counter, ["3", "7", "8"], ["3"]),
     "tail past a lagging cursor on the only stream with ids": (
         tail_past_a_lagging_cursor_on_the_only_stream_with_ids, ["g_2", "g_3", "g_6", "g_7"], []),
+    "fresh answer with an event without id": (
+        fresh_answer_with_an_event_without_id, ["e2", "e3", "n1"], ["4"]),
     "tail on a prefix the other stream shares": (
         tail_on_a_prefix_the_other_stream_shares, ["evt-5", "evt-6", "evt-9", "evt-10"], []),
 }  # fmt: skip

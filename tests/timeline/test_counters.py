@@ -3,6 +3,8 @@ into prefix and counter: tests/detectors/test_counter_reset.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from analyzer import schema as S
@@ -10,9 +12,12 @@ from analyzer.timeline.counters import (
     carried_between,
     id_counters,
     own_prefixes,
+    ran_back,
     resume_counters,
     went_on_at,
 )
+from tests.support.records import Capture, timeline_of
+from tests.support.streams import Session, note, progress
 
 
 def test_id_counters_summarise_each_incarnation_and_prefix() -> None:
@@ -140,3 +145,46 @@ def test_own_prefixes_name_a_stream_only_where_other_streams_count_apart() -> No
     )
     got = own_prefixes(candidates, streams, counters).collect()
     assert got.rows() == [("a", "a_")]
+
+
+def _ran_back(build: Callable[[Session], None]) -> list[tuple[object, ...]]:
+    c = Capture().open()
+    build(Session(c, "S1"))
+    tl = timeline_of(c)
+    got = ran_back(tl.sse_events, tl.incarnations, tl.id_counters).sort("ts", "ordinal")
+    return (
+        got.select("event_id", "incarnation", "cursor", "at_cursor", "exact", "reused")
+        .collect()
+        .rows()
+    )
+
+
+def test_ran_back_finds_ids_at_or_below_the_cursor_or_the_highest_sent() -> None:
+    def below_the_cursor(s: Session) -> None:
+        s.send(
+            s.open(3), 0, progress("105", 1), progress("106", 2), progress("107", 3), end="error"
+        )
+        s.send(s.open(cursor="107", replica="b"), 0, progress("101", 4), end="complete")
+
+    def back_within_one_response(s: Session) -> None:
+        s.send(
+            s.open(), 0, note("s2_17", "a"), note("s2_18", "b"), note("s2_3", "c"), end="complete"
+        )
+
+    def an_exact_replay_and_a_reused_id(s: Session) -> None:
+        s.send(s.open(3), 0, note("e1", "a"), note("e2", "b"), note("e3", "c"), end="error")
+        s.send(
+            s.open(cursor="e3", replica="b"), 0, note("e2", "b"), note("e3", "x"), end="complete"
+        )
+
+    def rising(s: Session) -> None:
+        s.send(s.open(3), 0, note("e1", "a"), note("e2", "b"), end="error")
+        s.send(s.open(cursor="e2", replica="b"), 0, note("e3", "c"), end="complete")
+
+    assert _ran_back(below_the_cursor) == [("101", 1, "107", True, False, False)]
+    assert _ran_back(back_within_one_response) == [("s2_3", 0, None, False, False, False)]
+    assert _ran_back(an_exact_replay_and_a_reused_id) == [
+        ("e2", 1, "e3", True, True, True),
+        ("e3", 1, "e3", True, False, True),
+    ]
+    assert _ran_back(rising) == []

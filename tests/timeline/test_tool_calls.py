@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from analyzer.timeline.tool_calls import HEADER_PARAMS, header_params
+from analyzer.timeline.tool_calls import HEADER_PARAMS, header_params, previous_calls
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
 
 S1 = {"Mcp-Session-Id": "S1"}
@@ -214,3 +214,17 @@ def test_header_params_read_x_mcp_header_declarations_of_tools_list_results() ->
         ("transfer", "bank", '$.params.arguments["to"]["bank"]'),
     ]
     assert header_params(payloads.clear()).schema == HEADER_PARAMS
+
+
+def test_previous_calls_pair_each_repeat_with_the_call_before_it_with_its_key() -> None:
+    c = Capture()
+    for rid, name in ((1, "rm"), (2, "ls"), (3, "rm"), (4, "rm")):
+        c.response(_call(c, rid, name), body=res(rid, content=[]))
+    tl = timeline_of(c)
+    got = previous_calls(tl.tool_calls, tl.sessions, tl.exchanges)
+    # `ls`, sent once, cannot repeat; each `rm` names the one before it.
+    assert rows(got, "request_id", "prev_request_id", "prev_flow_id") == [
+        ("1", None, None),
+        ("3", "1", "f1"),
+        ("4", "3", "f3"),
+    ]

@@ -12,9 +12,10 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
-from analyzer import __version__
+from analyzer import UserError, __version__
 from analyzer.command import (
     EXIT_FINDINGS,
     EXIT_INTERNAL,
@@ -22,6 +23,7 @@ from analyzer.command import (
     EXIT_USAGE,
     UsageError,
     is_loopback,
+    one_line,
     writable_by_others,
 )
 
@@ -270,13 +272,13 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from analyzer.report.run import analyze_command
+    from analyzer.cli.analyze import analyze_command
 
     return analyze_command(args)
 
 
 def _cmd_baseline_write(args: argparse.Namespace) -> int:
-    from analyzer.report.run import baseline_write_command
+    from analyzer.cli.analyze import baseline_write_command
 
     return baseline_write_command(args)
 
@@ -303,7 +305,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
-    from analyzer.report.run import detector_options
+    from analyzer.cli.analyze import detector_options
     from dashboards.launch import launch
 
     detector_options(args)  # a bad --only, --disable or --config: exit 2 before the server
@@ -328,9 +330,18 @@ def _analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (DESIGN.md §6: exit 2 with a one-line reason)
+    instead of the usage block and the error under it; `-h` still prints the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        reason = message.replace("\n", " ")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {reason}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="seamwatch",
         description="Find where MCP Streamable HTTP streams break and resume badly.",
     )
@@ -520,8 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         code: int = args.func(args)
-    except UsageError as e:
-        print(f"seamwatch: {e}", file=sys.stderr)
+    except UserError as e:  # bad usage, unreadable input, a config or baseline that cannot be used
+        print(f"seamwatch: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -564,7 +575,3 @@ def _traceback_file(text: str, out: str | None) -> Path | None:
             f.write(text)
         return path
     return None
-
-
-if __name__ == "__main__":
-    sys.exit(main())
