@@ -34,7 +34,9 @@ from analyzer.findings import FINDINGS_SCHEMA, empty_findings
 from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
+from analyzer.spark.cache import SparkCache
 from analyzer.spark.components import components
+from analyzer.spark.inputs import Input, read_uri_inputs
 from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class SparkResult:
     counts: dict[str, int]
     inputs: tuple[InputReport, ...]
     flow_inputs: dict[str, int]
+    cached: bool = False  # the first stage's rows came from the Spark cache (no parse)
 
 
 def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSession:
@@ -110,41 +113,38 @@ def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSessio
 
 def run(
     spark: SparkSession,
-    paths: Sequence[str],
+    inputs: Sequence[Input],
     options: tasks.Options,
     *,
     already_read: dict[int, InputReport] | None = None,
+    cache: SparkCache | None = None,
 ) -> SparkResult:
-    """The three stages over `paths` (inputs at the indexes of `already_read` are not read:
-    their reports are given)."""
+    """The three stages over `inputs` (those at the indexes of `already_read` are not read:
+    their reports are given). With `cache`, the first stage's rows are read from that entry
+    when complete, else written to it; either way the second stage reads it bucketed."""
     from pyspark.sql import functions as F
 
     skipped = already_read or {}
-    todo = [(i, str(p)) for i, p in enumerate(paths) if i not in skipped]
-    listed = spark.createDataFrame(todo, "input int, path string").repartition(
-        max(1, len(todo)), "input"
-    )
-
-    def ingest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return tasks.ingest_inputs(batches, options)
-
-    ingested = listed.mapInArrow(ingest, tasks.RECORDS_DDL).persist()
-    reports = dict(skipped)
-    for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
-        reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
-    records = ingested.filter(F.col("table") != "report")
-
-    buckets = _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
-
-    def sessions(table: pa.Table) -> pa.Table:
-        return tasks.analyze_groups(table, options, links=True)
-
-    first = (
-        records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(buckets)))
-        .groupBy("bucket")
-        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
-        .persist()
-    )
+    entry = cache
+    # The cache's bucketed table is read a bucket a task (analyzer.spark.cache), also under a
+    # mapInArrow, which Spark's automatic choice would read as plain files.
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "true")
+    spark.conf.set("spark.sql.sources.bucketing.autoBucketedScan.enabled", "false")
+    if entry is not None and entry.complete(spark):
+        reports = {**skipped, **entry.reports(spark)}
+        records = entry.records(spark)
+        ingested = None
+    else:
+        ingested = _ingest(spark, inputs, skipped, options).persist()
+        reports = dict(skipped)
+        for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
+            reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
+        records = ingested.filter(F.col("table") != "report")
+        if entry is not None:
+            read = {i: r for i, r in reports.items() if i not in skipped}
+            entry.write(spark, records, read)
+            records = entry.records(spark)
+    first = _sessions(spark, records, options, bucketed=entry is not None).persist()
     involved = related_groups(first)
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
@@ -198,13 +198,74 @@ def run(
         .collect()
     }
     first.unpersist()
-    ingested.unpersist()
+    if ingested is not None:
+        ingested.unpersist()
     return SparkResult(
         findings=findings,
         counts=counts,
         inputs=tuple(with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
         flow_inputs=flow_inputs,
+        cached=ingested is None,
     )
+
+
+def _ingest(
+    spark: SparkSession,
+    inputs: Sequence[Input],
+    skipped: dict[int, InputReport],
+    options: tasks.Options,
+) -> DataFrame:
+    """Stage 1: the `RECORDS` rows of the inputs not `skipped`, one task an input: a local
+    path read where it is, a URI's files read by Spark and sent to its task
+    (`analyzer.spark.inputs`)."""
+    todo = [(i, one.name) for i, one in enumerate(inputs) if i not in skipped and not one.uri]
+    remote = {i: one for i, one in enumerate(inputs) if i not in skipped and one.uri}
+    parts = []
+    if todo or not remote:
+        listed = spark.createDataFrame(todo, "input int, path string").repartition(
+            max(1, len(todo)), "input"
+        )
+
+        def ingest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return tasks.ingest_inputs(batches, options)
+
+        parts.append(listed.mapInArrow(ingest, tasks.RECORDS_DDL))
+    if remote:
+        parts.append(read_uri_inputs(spark, remote, options))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def _sessions(
+    spark: SparkSession, records: DataFrame, options: tasks.Options, *, bucketed: bool
+) -> DataFrame:
+    """Stage 2: each bucket of session groups analyzed. `bucketed`: `records` is the cache's
+    bucketed scan (a bucket a partition: no shuffle), else they are grouped by a hash."""
+    from pyspark.sql import functions as F
+
+    if bucketed:
+        buckets = records.rdd.getNumPartitions()
+        # Spark's bucket of a row: what the task checks its partition holds only one of.
+        hashed = records.withColumn("bucket", F.pmod(F.hash("group"), F.lit(buckets)))
+
+        def bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return tasks.analyze_bucket(batches, options)
+
+        return hashed.mapInArrow(bucket, tasks.ANALYSIS_OUT_DDL)
+    count = bucket_count(spark)
+
+    def sessions(table: pa.Table) -> pa.Table:
+        return tasks.analyze_groups(table, options, links=True)
+
+    return (
+        records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(count)))
+        .groupBy("bucket")
+        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
+    )
+
+
+def bucket_count(spark: SparkSession) -> int:
+    """The buckets a session's rows hash into (a cache entry's count, in its key)."""
+    return _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
 
 
 def with_repeats(report: InputReport, repeated: int) -> InputReport:
