@@ -37,7 +37,7 @@ from analyzer.spark import tasks
 from analyzer.spark.cache import SparkCache
 from analyzer.spark.components import components
 from analyzer.spark.inputs import Input, read_uri_inputs
-from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, window_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -145,7 +145,7 @@ def run(
             entry.write(spark, records, read)
             records = entry.records(spark)
     first = _sessions(spark, records, options, bucketed=entry is not None).persist()
-    involved = related_groups(first)
+    involved = related_groups(first, window_of(options.detectors, options.config))
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
 
@@ -276,14 +276,23 @@ def with_repeats(report: InputReport, repeated: int) -> InputReport:
     return replace(report, counts=counts, warnings=describe_counts(counts))
 
 
-def related_groups(first: DataFrame) -> DataFrame:
+def related_groups(first: DataFrame, window_s: float | None) -> DataFrame:
     """`group, component` of every session some live link relates to another
-    (`analyzer.spark.links`): the groups of one component are judged together."""
+    (`analyzer.spark.links`): the groups of one component are judged together. `window_s`:
+    `repeated-tool-call`'s window (None when it does not run: tool calls relate nothing)."""
     from pyspark.sql import functions as F
 
-    links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via")
+    links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via", "ts")
+    is_call = F.col("key").startswith("call:")
+    call_wants = F.col("via").contains(CALLS_VIA)
+    if window_s is None:
+        links = links.filter(~is_call & (~call_wants | F.col("via").isNull()))
+    else:
+        # Computed once: every step below reads the chained rows, and the optimizer, given the
+        # windows and joins in each of those plans, takes minutes to plan them.
+        links = _chained(links, window_s).localCheckpoint()
     calls = (
-        links.filter(F.col("key").startswith("call:"))
+        links.filter(is_call)
         .groupBy("key")
         .agg(F.countDistinct("session").alias("sessions"), F.count("*").alias("calls"))
     )
@@ -321,17 +330,59 @@ def related_groups(first: DataFrame) -> DataFrame:
     memberships = (
         links.join(shared, on="key", how="left_semi")
         .select("key", "session")
-        .unionByName(_next_sessions(first, calls.filter(F.col("sessions") >= 2)))
+        .unionByName(_next_sessions(first, links, calls.filter(F.col("sessions") >= 2)))
         .join(groups, on="session")
         .select("key", "node")
     )
     return components(memberships).withColumnRenamed("node", "group")
 
 
-def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
+def _chained(links: DataFrame, window_s: float) -> DataFrame:
+    """`links` with each tool-call key split into chains: its calls in time order, a new
+    chain where one comes more than `window_s` after the one before (or has no time).
+
+    `repeated-tool-call` pairs a call with the one of its key just before it, and flags it
+    only within `window_s`: such a pair is always in one chain, so only a chain's sessions
+    need judging together. The call's key becomes `<key>#<chain>`, in its call row and in the
+    listing wants of that call (`via`, found by session and time)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # A millisecond more: the rule compares the gap in whole milliseconds.
+    limit = int(window_s * 1_000_000_000) + 1_000_000
+    calls = links.filter(F.col("key").startswith("call:"))
+    order = Window.partitionBy("key").orderBy("ts")
+    gap = F.col("ts") - F.lag("ts").over(order)
+    starts = F.when(F.col("ts").isNull() | gap.isNull() | (gap > limit), 1).otherwise(0)
+    running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    chained = (
+        calls.withColumn("start", starts)
+        .withColumn("chain", F.sum("start").over(running))
+        .withColumn("chained", F.concat("key", F.lit("#"), F.col("chain").cast("string")))
+    )
+    of_call = chained.select(
+        F.col("key").alias("call"), "session", "ts", F.col("chained").alias("call_chain")
+    ).distinct()
+    call_wants = F.col("via").contains(CALLS_VIA)
+    prefix = F.when(F.col("via").startswith(LISTED_VIA), F.lit(LISTED_VIA)).otherwise(F.lit(""))
+    wants = (
+        links.filter(call_wants)
+        .withColumn("prefix", prefix)
+        .withColumn("call", F.expr(f"substring(via, length(prefix) + {len(CALLS_VIA) + 1})"))
+        .join(of_call, on=["call", "session", "ts"])
+        .withColumn("via", F.concat("prefix", F.lit(CALLS_VIA), "call_chain"))
+        .select("key", "session", "wants", "via", "ts")
+    )
+    rest = links.filter(~F.col("key").startswith("call:") & (F.col("via").isNull() | ~call_wants))
+    return rest.unionByName(
+        chained.select(F.col("chained").alias("key"), "session", "wants", "via", "ts")
+    ).unionByName(wants)
+
+
+def _next_sessions(first: DataFrame, links: DataFrame, across: DataFrame) -> DataFrame:
     """`key, session` rows relating each session that holds a call key of `across` (keys two
-    sessions or more hold) to the sessions of its client that start with it or next
-    (`analyzer.spark.links`: ORDER)."""
+    sessions or more hold; of the `links` rows) to the sessions of its client that start with
+    it or next (`analyzer.spark.links`: ORDER)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -341,7 +392,7 @@ def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
         .withColumn("place", F.dense_rank().over(Window.partitionBy("client").orderBy("ts")))
     )
     calling = (
-        first.filter((F.col("what") == "link") & F.col("key").startswith("call:"))
+        links.filter(F.col("key").startswith("call:"))
         .join(across.select("key"), on="key", how="left_semi")
         .select("session")
         .distinct()
