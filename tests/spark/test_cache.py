@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
 from analyzer.spark import spark_findings, tasks
 from analyzer.spark.cache import default_location
-from analyzer.timeline import load_timeline
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
@@ -32,7 +32,7 @@ def test_a_second_run_reads_the_bucketed_rows_and_a_changed_input_is_parsed_agai
     capture = tmp_path / "capture"
     shutil.copytree(FIXTURE, capture)
     cache = tmp_path / "cache"
-    expected = run_detectors(load_timeline([capture], cache=False))
+    expected = run_detectors(read_timeline([capture], cache=False))
     first = spark_findings([capture], cache_dir=cache.as_uri())
     assert not first.cached
     (entry,) = entries(cache)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from polars.testing import assert_frame_equal
 
+from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
 from analyzer.ingest import UnreadableInput
 from analyzer.spark import spark_findings
 from analyzer.spark.cache import is_uri
 from analyzer.spark.inputs import list_inputs
-from analyzer.timeline import load_timeline
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
@@ -57,7 +57,7 @@ def replicas(tmp_path: Path) -> list[Path]:
 def test_a_glob_of_folder_uris_gives_the_findings_of_the_folders(
     spark: Any, replicas: list[Path]
 ) -> None:
-    timeline = load_timeline(replicas, cache=False)
+    timeline = read_timeline(replicas, cache=False)
     expected = run_detectors(timeline)
     glob = replicas[0].parent.as_uri() + "/replica-*"
     result = spark_findings([glob], cache=False)
@@ -76,7 +76,7 @@ def test_a_file_uri_is_read_and_cached_where_told(spark: Any, tmp_path: Path) ->
     capture = tmp_path / "capture"
     shutil.copytree(FIXTURE, capture)
     (single,) = capture.glob("*.jsonl")
-    expected = run_detectors(load_timeline([single], cache=False))
+    expected = run_detectors(read_timeline([single], cache=False))
     cache = tmp_path / "cache"
     first = spark_findings([single.as_uri()], cache_dir=cache.as_uri())
     second = spark_findings([single.as_uri()], cache_dir=cache.as_uri())
