@@ -9,8 +9,11 @@ own, on the same inputs:
 
 - polars-parse: the default engine with the Parquet cache removed first (the first parse);
 - polars:       the default engine again (its cache and stored timeline frames read);
-- spark:        `--engine spark --master M` (the normalized tables read from the same cache: the
-                first-parse cost is the ingest stage's; the timeline is built anew per bucket).
+- spark-parse:  `--engine spark --master M` with every cache removed first: the ingest stage
+                parses each input (a task an input) and writes the Spark cache, bucketed by
+                session-key hash; the second stage reads it a bucket a task;
+- spark:        the same again: the Spark cache read, no parse (the timeline is built anew per
+                bucket).
 
 Each line: wall time, peak RSS of the driver process, of the JVM (Spark's driver and, in local
 mode, its executors), of the Python workers (summed over those alive at once), and for Spark the
@@ -175,24 +178,31 @@ def main() -> None:
         print(_line("polars-parse", events, wall, peaks), flush=True)
         wall, peaks = measure([*SEAMWATCH, *common], env)
         print(_line("polars", events, wall, peaks), flush=True)
-        with tempfile.TemporaryDirectory(prefix="spark-events-") as log_dir:
-            spark_env = {
-                **env,
-                "PYSPARK_SUBMIT_ARGS": f"--conf spark.eventLog.enabled=true "
-                f"--conf spark.eventLog.dir=file://{log_dir} "
-                "--conf spark.eventLog.compress=false --conf spark.eventLog.rolling.enabled=false "
-                "pyspark-shell",
-            }
-            argv = [*SEAMWATCH, *common, "--engine", "spark", "--master", args.master]
-            wall, peaks = measure(argv, spark_env)
-            print(_line("spark", events, wall, peaks), flush=True)
-            for sid, name, tasks, written, read, longest, most in shuffles(Path(log_dir)):
-                print(
-                    f"    stage {sid:3} {tasks:4} tasks  shuffle write {written / 1e6:9.1f} MB  "
-                    f"read {read / 1e6:9.1f} MB  largest task {longest:7.1f} s "
-                    f"{most / 1e6:9.1f} MB  {name[:60]}",
-                    flush=True,
-                )
+        for path in paths:
+            shutil.rmtree(Path(path) / ".seamwatch-cache", ignore_errors=True)
+        for label in ("spark-parse", "spark"):
+            _spark_run(label, events, [*SEAMWATCH, *common], env, args.master)
+
+
+def _spark_run(label: str, events: int, argv: list[str], env: dict[str, str], master: str) -> None:
+    """One Spark run, measured, with the shuffle of each stage from its event log."""
+    with tempfile.TemporaryDirectory(prefix="spark-events-") as log_dir:
+        spark_env = {
+            **env,
+            "PYSPARK_SUBMIT_ARGS": f"--conf spark.eventLog.enabled=true "
+            f"--conf spark.eventLog.dir=file://{log_dir} "
+            "--conf spark.eventLog.compress=false --conf spark.eventLog.rolling.enabled=false "
+            "pyspark-shell",
+        }
+        wall, peaks = measure([*argv, "--engine", "spark", "--master", master], spark_env)
+        print(_line(label, events, wall, peaks), flush=True)
+        for sid, name, tasks, written, read, longest, most in shuffles(Path(log_dir)):
+            print(
+                f"    stage {sid:3} {tasks:4} tasks  shuffle write {written / 1e6:9.1f} MB  "
+                f"read {read / 1e6:9.1f} MB  largest task {longest:7.1f} s "
+                f"{most / 1e6:9.1f} MB  {name[:60]}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

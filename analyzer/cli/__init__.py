@@ -458,6 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the Spark master with --engine spark (default local[2]; spark://, yarn, k8s://)",
     )
+    a.add_argument(
+        "--cache-dir",
+        metavar="URI",
+        help="where --engine spark keeps its cache, bucketed by session (any URI Spark writes; "
+        "default in local mode: .seamwatch-cache/ beside the first input; docs/spark.md)",
+    )
     a.set_defaults(func=_cmd_analyze)
 
     b = sub.add_parser("baseline", help="accept today's findings, fail only on new ones")

@@ -53,6 +53,7 @@ from analyzer.report import Report, at_or_above
 from analyzer.report.run import build_report, write_report, write_text
 from analyzer.scratch import scratch_prefix
 from analyzer.spark import DEFAULT_MASTER, analyze_spark
+from analyzer.spark.cache import is_uri
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -131,13 +132,16 @@ def analyze_paths(
     """Read the inputs `args.paths` with the analysis options and run the detectors chosen:
     the report of `analyze` and `baseline write`."""
     only, disable, config = detector_options(args)
+    spark = getattr(args, "engine", "polars") == "spark"
     paths = [Path(p) for p in args.paths]
     for path in paths:
+        if spark and is_uri(str(path)):
+            continue  # listed by Spark's file system (analyzer.spark.inputs)
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
-    if getattr(args, "engine", "polars") == "spark":
-        return _spark_report(args, paths, only, disable, config, fail_on, on_timeline)
+    if spark:
+        return _spark_report(args, args.paths, only, disable, config, fail_on, on_timeline)
 
     # Large timeline frames wait on disk while the detectors read them, so memory follows what
     # a detector keeps rather than the capture's size; the folder lives as long as the analysis.
@@ -173,7 +177,7 @@ def analyze_paths(
 
 def _spark_report(
     args: argparse.Namespace,
-    paths: Sequence[Path],
+    paths: Sequence[str],
     only: list[str] | None,
     disable: list[str] | None,
     config: DetectorConfig | None,
@@ -190,6 +194,7 @@ def _spark_report(
             replica_header=args.replica_header,
             client_header=args.client_header,
             cache=not args.no_cache,
+            cache_dir=getattr(args, "cache_dir", None),
             only=only,
             disable=disable,
             config=config,

@@ -17,11 +17,12 @@ import polars as pl
 from analyzer import schema as S
 from analyzer.detectors import ANALYSIS_ERROR, DetectorConfig, run_detectors, select_detectors
 from analyzer.findings import Severity, finish_findings
-from analyzer.ingest import InputReport, input_kind
-from analyzer.ingest.jsonl import capture_files
+from analyzer.ingest import InputReport
 from analyzer.normalize import NormalizedFrames
 from analyzer.report import InputSummary, Report
-from analyzer.spark.engine import DEFAULT_MASTER, SparkResult, SparkUnavailable
+from analyzer.spark.cache import SparkCache, default_location, entry_key
+from analyzer.spark.engine import DEFAULT_MASTER, SparkResult, SparkUnavailable, bucket_count
+from analyzer.spark.inputs import Input, list_inputs
 from analyzer.spark.tasks import Options
 from analyzer.timeline import RawTables, build_timeline
 
@@ -35,12 +36,14 @@ def spark_findings(
     replica_header: str | None = None,
     client_header: str | None = None,
     cache: bool = True,
+    cache_dir: str | None = None,
     only: Sequence[str] | None = None,
     disable: Sequence[str] | None = None,
     config: DetectorConfig | None = None,
 ) -> SparkResult:
     """Run the Spark engine on `paths`: the findings in report order, the summary counts and
-    the input reports."""
+    the input reports. `cache_dir`: where the Spark cache lives (a URI; by default, in local
+    mode, beside the first input: `analyzer.spark.cache`); `cache=False`: none."""
     from analyzer.spark import engine
 
     chosen = select_detectors(only=only, disable=disable)
@@ -52,9 +55,16 @@ def spark_findings(
         config=config,
     )
     spark = engine.session(master)
-    result = engine.run(
-        spark, [str(p) for p in paths], options, already_read=_repeated_inputs(paths)
-    )
+    names = [str(p) for p in paths]
+    inputs = list_inputs(spark, names)
+    repeated = _repeated_inputs(inputs)
+    entry = None
+    location = (cache_dir or default_location(master, names)) if cache else None
+    if location is not None:
+        files = [f for i, one in enumerate(inputs) if i not in repeated for f in one.files]
+        key = entry_key(files, options, bucket_count(spark), list(repeated))
+        entry = SparkCache(location, key, bucket_count(spark))
+    result = engine.run(spark, inputs, options, already_read=repeated, cache=entry)
     findings = pl.concat([result.findings, _input_findings(result.inputs, options)])
     # An analysis error is about the run, not a session: each bucket that met it reported it.
     errors = pl.col("detector") == ANALYSIS_ERROR
@@ -66,21 +76,20 @@ def spark_findings(
         counts=result.counts,
         inputs=result.inputs,
         flow_inputs=result.flow_inputs,
+        cached=result.cached,
     )
 
 
-def _repeated_inputs(paths: Sequence[str | Path]) -> dict[int, InputReport]:
+def _repeated_inputs(inputs: Sequence[Input]) -> dict[int, InputReport]:
     """The inputs whose files an earlier input already named, with the report `read_inputs`
     gives them (they are not read again)."""
-    seen: set[Path] = set()
+    seen: set[str] = set()
     repeated: dict[int, InputReport] = {}
-    for index, raw in enumerate(paths):
-        path = Path(raw)
-        kind = input_kind(path)
-        files = {f.resolve() for f in (capture_files(path) if kind == "capture" else [path])}
+    for index, one in enumerate(inputs):
+        files = {f.uri for f in one.files}
         if files <= seen:
             repeated[index] = InputReport(
-                str(path), kind, 0, 0, {"duplicate_input": 1}, ("already read",), ()
+                one.name, one.kind, 0, 0, {"duplicate_input": 1}, ("already read",), ()
             )
         seen |= files
     return repeated
@@ -97,12 +106,13 @@ def _input_findings(inputs: Sequence[InputReport], options: Options) -> pl.DataF
 
 
 def analyze_spark(
-    paths: Sequence[Path],
+    paths: Sequence[str | Path],
     *,
     master: str,
     replica_header: str | None,
     client_header: str | None,
     cache: bool,
+    cache_dir: str | None,
     only: Sequence[str] | None,
     disable: Sequence[str] | None,
     config: DetectorConfig | None,
@@ -115,6 +125,7 @@ def analyze_spark(
         replica_header=replica_header,
         client_header=client_header,
         cache=cache,
+        cache_dir=cache_dir,
         only=only,
         disable=disable,
         config=config,

@@ -34,8 +34,10 @@ from analyzer.findings import FINDINGS_SCHEMA, empty_findings
 from analyzer.ingest import InputReport
 from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
+from analyzer.spark.cache import SparkCache
 from analyzer.spark.components import components
-from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER
+from analyzer.spark.inputs import Input, read_uri_inputs
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, window_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,6 +71,7 @@ class SparkResult:
     counts: dict[str, int]
     inputs: tuple[InputReport, ...]
     flow_inputs: dict[str, int]
+    cached: bool = False  # the first stage's rows came from the Spark cache (no parse)
 
 
 def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSession:
@@ -110,42 +113,39 @@ def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSessio
 
 def run(
     spark: SparkSession,
-    paths: Sequence[str],
+    inputs: Sequence[Input],
     options: tasks.Options,
     *,
     already_read: dict[int, InputReport] | None = None,
+    cache: SparkCache | None = None,
 ) -> SparkResult:
-    """The three stages over `paths` (inputs at the indexes of `already_read` are not read:
-    their reports are given)."""
+    """The three stages over `inputs` (those at the indexes of `already_read` are not read:
+    their reports are given). With `cache`, the first stage's rows are read from that entry
+    when complete, else written to it; either way the second stage reads it bucketed."""
     from pyspark.sql import functions as F
 
     skipped = already_read or {}
-    todo = [(i, str(p)) for i, p in enumerate(paths) if i not in skipped]
-    listed = spark.createDataFrame(todo, "input int, path string").repartition(
-        max(1, len(todo)), "input"
-    )
-
-    def ingest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return tasks.ingest_inputs(batches, options)
-
-    ingested = listed.mapInArrow(ingest, tasks.RECORDS_DDL).persist()
-    reports = dict(skipped)
-    for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
-        reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
-    records = ingested.filter(F.col("table") != "report")
-
-    buckets = _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
-
-    def sessions(table: pa.Table) -> pa.Table:
-        return tasks.analyze_groups(table, options, links=True)
-
-    first = (
-        records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(buckets)))
-        .groupBy("bucket")
-        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
-        .persist()
-    )
-    involved = related_groups(first)
+    entry = cache
+    # The cache's bucketed table is read a bucket a task (analyzer.spark.cache), also under a
+    # mapInArrow, which Spark's automatic choice would read as plain files.
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "true")
+    spark.conf.set("spark.sql.sources.bucketing.autoBucketedScan.enabled", "false")
+    if entry is not None and entry.complete(spark):
+        reports = {**skipped, **entry.reports(spark)}
+        records = entry.records(spark)
+        ingested = None
+    else:
+        ingested = _ingest(spark, inputs, skipped, options).persist()
+        reports = dict(skipped)
+        for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
+            reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
+        records = ingested.filter(F.col("table") != "report")
+        if entry is not None:
+            read = {i: r for i, r in reports.items() if i not in skipped}
+            entry.write(spark, records, read)
+            records = entry.records(spark)
+    first = _sessions(spark, records, options, bucketed=entry is not None).persist()
+    involved = related_groups(first, window_of(options.detectors, options.config))
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
     together = replace(options, detectors=crossing)
 
@@ -198,13 +198,74 @@ def run(
         .collect()
     }
     first.unpersist()
-    ingested.unpersist()
+    if ingested is not None:
+        ingested.unpersist()
     return SparkResult(
         findings=findings,
         counts=counts,
         inputs=tuple(with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
         flow_inputs=flow_inputs,
+        cached=ingested is None,
     )
+
+
+def _ingest(
+    spark: SparkSession,
+    inputs: Sequence[Input],
+    skipped: dict[int, InputReport],
+    options: tasks.Options,
+) -> DataFrame:
+    """Stage 1: the `RECORDS` rows of the inputs not `skipped`, one task an input: a local
+    path read where it is, a URI's files read by Spark and sent to its task
+    (`analyzer.spark.inputs`)."""
+    todo = [(i, one.name) for i, one in enumerate(inputs) if i not in skipped and not one.uri]
+    remote = {i: one for i, one in enumerate(inputs) if i not in skipped and one.uri}
+    parts = []
+    if todo or not remote:
+        listed = spark.createDataFrame(todo, "input int, path string").repartition(
+            max(1, len(todo)), "input"
+        )
+
+        def ingest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return tasks.ingest_inputs(batches, options)
+
+        parts.append(listed.mapInArrow(ingest, tasks.RECORDS_DDL))
+    if remote:
+        parts.append(read_uri_inputs(spark, remote, options))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def _sessions(
+    spark: SparkSession, records: DataFrame, options: tasks.Options, *, bucketed: bool
+) -> DataFrame:
+    """Stage 2: each bucket of session groups analyzed. `bucketed`: `records` is the cache's
+    bucketed scan (a bucket a partition: no shuffle), else they are grouped by a hash."""
+    from pyspark.sql import functions as F
+
+    if bucketed:
+        buckets = records.rdd.getNumPartitions()
+        # Spark's bucket of a row: what the task checks its partition holds only one of.
+        hashed = records.withColumn("bucket", F.pmod(F.hash("group"), F.lit(buckets)))
+
+        def bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return tasks.analyze_bucket(batches, options)
+
+        return hashed.mapInArrow(bucket, tasks.ANALYSIS_OUT_DDL)
+    count = bucket_count(spark)
+
+    def sessions(table: pa.Table) -> pa.Table:
+        return tasks.analyze_groups(table, options, links=True)
+
+    return (
+        records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(count)))
+        .groupBy("bucket")
+        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
+    )
+
+
+def bucket_count(spark: SparkSession) -> int:
+    """The buckets a session's rows hash into (a cache entry's count, in its key)."""
+    return _BUCKETS_PER_CORE * spark.sparkContext.defaultParallelism
 
 
 def with_repeats(report: InputReport, repeated: int) -> InputReport:
@@ -215,14 +276,23 @@ def with_repeats(report: InputReport, repeated: int) -> InputReport:
     return replace(report, counts=counts, warnings=describe_counts(counts))
 
 
-def related_groups(first: DataFrame) -> DataFrame:
+def related_groups(first: DataFrame, window_s: float | None) -> DataFrame:
     """`group, component` of every session some live link relates to another
-    (`analyzer.spark.links`): the groups of one component are judged together."""
+    (`analyzer.spark.links`): the groups of one component are judged together. `window_s`:
+    `repeated-tool-call`'s window (None when it does not run: tool calls relate nothing)."""
     from pyspark.sql import functions as F
 
-    links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via")
+    links = first.filter(F.col("what") == "link").select("key", "session", "wants", "via", "ts")
+    is_call = F.col("key").startswith("call:")
+    call_wants = F.col("via").contains(CALLS_VIA)
+    if window_s is None:
+        links = links.filter(~is_call & (~call_wants | F.col("via").isNull()))
+    else:
+        # Computed once: every step below reads the chained rows, and the optimizer, given the
+        # windows and joins in each of those plans, takes minutes to plan them.
+        links = _chained(links, window_s).localCheckpoint()
     calls = (
-        links.filter(F.col("key").startswith("call:"))
+        links.filter(is_call)
         .groupBy("key")
         .agg(F.countDistinct("session").alias("sessions"), F.count("*").alias("calls"))
     )
@@ -260,17 +330,59 @@ def related_groups(first: DataFrame) -> DataFrame:
     memberships = (
         links.join(shared, on="key", how="left_semi")
         .select("key", "session")
-        .unionByName(_next_sessions(first, calls.filter(F.col("sessions") >= 2)))
+        .unionByName(_next_sessions(first, links, calls.filter(F.col("sessions") >= 2)))
         .join(groups, on="session")
         .select("key", "node")
     )
     return components(memberships).withColumnRenamed("node", "group")
 
 
-def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
+def _chained(links: DataFrame, window_s: float) -> DataFrame:
+    """`links` with each tool-call key split into chains: its calls in time order, a new
+    chain where one comes more than `window_s` after the one before (or has no time).
+
+    `repeated-tool-call` pairs a call with the one of its key just before it, and flags it
+    only within `window_s`: such a pair is always in one chain, so only a chain's sessions
+    need judging together. The call's key becomes `<key>#<chain>`, in its call row and in the
+    listing wants of that call (`via`, found by session and time)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # A millisecond more: the rule compares the gap in whole milliseconds.
+    limit = int(window_s * 1_000_000_000) + 1_000_000
+    calls = links.filter(F.col("key").startswith("call:"))
+    order = Window.partitionBy("key").orderBy("ts")
+    gap = F.col("ts") - F.lag("ts").over(order)
+    starts = F.when(F.col("ts").isNull() | gap.isNull() | (gap > limit), 1).otherwise(0)
+    running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    chained = (
+        calls.withColumn("start", starts)
+        .withColumn("chain", F.sum("start").over(running))
+        .withColumn("chained", F.concat("key", F.lit("#"), F.col("chain").cast("string")))
+    )
+    of_call = chained.select(
+        F.col("key").alias("call"), "session", "ts", F.col("chained").alias("call_chain")
+    ).distinct()
+    call_wants = F.col("via").contains(CALLS_VIA)
+    prefix = F.when(F.col("via").startswith(LISTED_VIA), F.lit(LISTED_VIA)).otherwise(F.lit(""))
+    wants = (
+        links.filter(call_wants)
+        .withColumn("prefix", prefix)
+        .withColumn("call", F.expr(f"substring(via, length(prefix) + {len(CALLS_VIA) + 1})"))
+        .join(of_call, on=["call", "session", "ts"])
+        .withColumn("via", F.concat("prefix", F.lit(CALLS_VIA), "call_chain"))
+        .select("key", "session", "wants", "via", "ts")
+    )
+    rest = links.filter(~F.col("key").startswith("call:") & (F.col("via").isNull() | ~call_wants))
+    return rest.unionByName(
+        chained.select(F.col("chained").alias("key"), "session", "wants", "via", "ts")
+    ).unionByName(wants)
+
+
+def _next_sessions(first: DataFrame, links: DataFrame, across: DataFrame) -> DataFrame:
     """`key, session` rows relating each session that holds a call key of `across` (keys two
-    sessions or more hold) to the sessions of its client that start with it or next
-    (`analyzer.spark.links`: ORDER)."""
+    sessions or more hold; of the `links` rows) to the sessions of its client that start with
+    it or next (`analyzer.spark.links`: ORDER)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -280,7 +392,7 @@ def _next_sessions(first: DataFrame, across: DataFrame) -> DataFrame:
         .withColumn("place", F.dense_rank().over(Window.partitionBy("client").orderBy("ts")))
     )
     calling = (
-        first.filter((F.col("what") == "link") & F.col("key").startswith("call:"))
+        links.filter(F.col("key").startswith("call:"))
         .join(across.select("key"), on="key", how="left_semi")
         .select("session")
         .distinct()

@@ -27,23 +27,38 @@ session between two calls' sessions is there, so they are not taken for next one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
+from analyzer.detectors import DETECTORS, DetectorConfig
 from analyzer.timeline.counters import id_counter
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["CALLS_VIA", "LINK_COLUMNS", "LISTED_VIA", "ORDER", "link_rows"]
+__all__ = ["CALLS_VIA", "LINK_COLUMNS", "LISTED_VIA", "ORDER", "REPEATED", "link_rows", "window_of"]
 
 LINK_COLUMNS: Final = ("key", "session_id", "wants", "via", "ts")
 ORDER: Final = "order:"
 CALLS_VIA: Final = "calls:"
 LISTED_VIA: Final = "listed:"
+#: The detector whose window narrows the tool-call keys (`analyzer.spark.engine`).
+REPEATED: Final = "repeated-tool-call"
 _HINTS: Final = ("annotated", "read_only_hint", "destructive_hint", "idempotent_hint",
                  "open_world_hint")  # fmt: skip
+
+
+def window_of(detectors: Sequence[str], config: DetectorConfig | None) -> float | None:
+    """`repeated-tool-call`'s `window_s` in this run (configured, else its default); None when
+    it does not run."""
+    if REPEATED not in detectors:
+        return None
+    (detector,) = (d for d in DETECTORS if d.id == REPEATED)
+    window = (config or {}).get(REPEATED, {}).get("window_s", detector.thresholds["window_s"])
+    assert isinstance(window, int | float)
+    return float(window)
 
 
 def _rows(
@@ -85,6 +100,7 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
     listings = _listings(timeline, tools)
     calls = _calls(timeline, listings)
     key = pl.concat_str(pl.lit("id:"), "event_id")
+    call_ts = pl.col("ts").dt.epoch("ns")
     parts = [
         _rows(issued, key, wants=False),
         _rows(foreign, key, wants=True),
@@ -99,8 +115,9 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
             pl.concat_str(pl.lit("prefix:"), "prefix"),
             wants=True,
         ),
-        # Every call (not distinct: the driver counts them), and what a repeat of it reads.
-        _rows(calls, pl.col("call"), wants=True),
+        # Every call (not distinct: the driver counts them), at its time (the driver chains a
+        # key's calls by `window_s`), and what a repeat of it reads.
+        _rows(calls, pl.col("call"), wants=True, ts=call_ts),
         _rows(
             _clients(timeline),
             pl.concat_str(pl.lit(ORDER), "client"),
@@ -116,6 +133,7 @@ def link_rows(timeline: Timeline, tools: pl.LazyFrame) -> pl.LazyFrame:
                 pl.lit(CALLS_VIA),
                 "call",
             ),
+            ts=call_ts,
         ),
         _rows(listings, pl.col("listing"), wants=False, via=pl.col("hints")),
     ]
@@ -153,6 +171,7 @@ def _calls(timeline: Timeline, listings: pl.LazyFrame) -> pl.LazyFrame:
         "session_id",
         "client",
         "tool_name",
+        "ts",
         pl.col("self_listed").fill_null(False),
         pl.concat_str(
             pl.lit("call:"),

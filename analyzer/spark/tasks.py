@@ -11,13 +11,14 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer import schema as S
 from analyzer.detectors import run_detectors, select_detectors
@@ -33,9 +34,11 @@ __all__ = [
     "RECORDS",
     "RECORDS_DDL",
     "Options",
+    "Rename",
     "analyze_groups",
     "flow_groups",
     "ingest_inputs",
+    "ingest_one",
     "pack",
     "unpack",
 ]
@@ -79,6 +82,10 @@ ANALYSIS_OUT_DDL: Final = (
 
 _COUNTED: Final = ("sessions", "streams", "resumptions", "tool_calls")
 _TABLES: Final = ("flows", "events", "messages", "tools", "payloads")
+
+
+#: What an input read from a scratch copy calls itself in its report.
+Rename = Callable[[InputReport], InputReport]
 
 
 @dataclass(frozen=True)
@@ -130,10 +137,14 @@ def ingest_inputs(batches: Iterator[pa.RecordBatch], options: Options) -> Iterat
     group and table, then its report (a `RECORDS` row of table `report`)."""
     for batch in batches:
         for row in batch.to_pylist():
-            yield from _ingest_one(int(row["input"]), str(row["path"]), options)
+            yield from ingest_one(int(row["input"]), str(row["path"]), options)
 
 
-def _ingest_one(index: int, path: str, options: Options) -> Iterator[pa.RecordBatch]:
+def ingest_one(
+    index: int, path: str, options: Options, rename: Rename | None = None
+) -> Iterator[pa.RecordBatch]:
+    """One input read (`ingest_inputs`); `rename` gives its report the names it was listed
+    under (an input read from a scratch copy)."""
     ingested = read_inputs(
         [path],
         replica_header=options.replica_header,
@@ -157,7 +168,7 @@ def _ingest_one(index: int, path: str, options: Options) -> Iterator[pa.RecordBa
             frame = scan.join(groups.lazy(), on="flow_id", how="inner").collect()
             hashes.extend(_named_payloads(table, frame))
         yield _records(frame, index, table)
-    report = ingested.inputs[0]
+    report = ingested.inputs[0] if rename is None else rename(ingested.inputs[0])
     blob = json.dumps(asdict(report)).encode()
     yield pa.RecordBatch.from_pylist(
         [{"group": "", "input": index, "table": "report", "blob": blob}], schema=RECORDS
@@ -251,6 +262,20 @@ def analyze_groups(
             out.append(_count_rows(timeline, dropped))
         kept = [t for t in out if t.num_rows]
         return pa.concat_tables(kept) if kept else ANALYSIS_OUT.empty_table()
+
+
+def analyze_bucket(batches: Iterator[pa.RecordBatch], options: Options) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` over a bucketed scan of the cache (`analyzer.spark.cache`): the partition
+    is one bucket, whole sessions, analyzed as `analyze_groups` with links. Rows of two
+    buckets (a scan that split the table by file) would cut sessions apart: an error, not a
+    different result."""
+    held = [batch for batch in batches if batch.num_rows]
+    if not held:
+        return
+    table = pa.Table.from_batches(held)
+    if len(pc.unique(table["bucket"])) != 1:
+        raise ValueError("a task of the second stage got rows of two buckets (not a bucketed scan)")
+    yield from analyze_groups(table, options, links=True).to_batches()
 
 
 def _table(rows: list[dict[str, object]]) -> pa.Table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from analyzer.normalize import normalize_records
-from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, link_rows
+from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, link_rows, window_of
 from analyzer.timeline import RawTables, build_timeline
 from tests.support.records import Capture, event, req, res, sse
 
@@ -84,6 +84,15 @@ def test_each_tool_call_wants_its_listing_under_its_call_key() -> None:
     assert set(wanted.select("key", "via").iter_rows()) == {
         ("list:book", CALLS_VIA + calls["key"][0])
     }
+    # Each at its call's time: the driver chains a key's calls by the detector's window.
+    assert calls["ts"].null_count() == 0 and calls["ts"].n_unique() == 2
+    assert sorted(wanted["ts"].to_list()) == sorted(calls["ts"].to_list())
+
+
+def test_the_window_is_the_configured_one_else_the_default_and_none_when_not_run() -> None:
+    assert window_of(("repeated-tool-call",), None) == 120.0
+    assert window_of(("repeated-tool-call",), {"repeated-tool-call": {"window_s": 30}}) == 30.0
+    assert window_of(("stale-cursor",), None) is None
 
 
 def test_each_session_offers_its_place_among_its_clients_sessions() -> None:
