@@ -14,39 +14,21 @@ from tests.support.streams import (
     findings,
     initialized,
     prime,
+    replay_with_another_result,
+    response_on_two_streams,
     shared_store_two_answers,
     stream,
+)
+from tests.support.streams import (
+    ticket_call as call,
 )
 
 V26 = {"MCP-Protocol-Version": "2026-07-28"}
 UUID = "3c9e2a71-8b4d-4f6a-a1e5-7d2c9b0e4f18"
 
 
-def call(rid: int) -> dict[str, object]:
-    return req("tools/call", rid, name="create_ticket", arguments={"title": "x"})
-
-
 def note() -> dict[str, object]:
     return req("notifications/message", level="info", data="hello")
-
-
-def replay_with_another_result(c: Capture) -> None:
-    """The resume replays request 4's response with a different result."""
-    initialized(c)
-    stream(c, [event(id="e1", data=""), event(res(4, content=["T-1"]), id="e2")], body=call(4),
-           how="client_closed")  # fmt: skip
-    stream(c, [event(res(4, content=["T-2"]), id="e3")], headers={**S1, "Last-Event-ID": "e1"})
-
-
-def response_on_two_streams(c: Capture) -> None:
-    """The response went out on the POST stream and, fresh, on the standalone GET stream."""
-    initialized(c)
-    g = c.request("GET", headers=S1)
-    c.response(g, sse=True)
-    c.chunk(g, sse(event(id="10", data="")), n=0)
-    stream(c, [event(res(5, content=[]), id="11")], body=call(5))
-    c.chunk(g, sse(event(res(5, content=[]), id="12")), n=1)
-    c.end(g, "client_closed")
 
 
 def event_on_two_streams(c: Capture) -> None:
@@ -148,7 +130,12 @@ def constant_ids_call_reissued(c: Capture) -> None:
     again as 7, whose stream repeats the steps under that id. An id issued with several
     payloads names no message (duplicate-event-id's finding): equal steps are new messages."""
     initialized(c)
-    stream(c, [event(step(1), id="0"), event(step(2), id="0")], body=call(6), how="client_closed")
+    stream(
+        c,
+        [event(step(1), id="0"), event(step(2), id="0")],
+        body=call(6),
+        how="client_closed",
+    )
     c.request(body=req("notifications/cancelled", requestId=6), headers=S1)
     stream(c, [event(step(k), id="0") for k in (1, 2, 3)] + [event(res(7, content=[]), id="0")],
            body=call(7))  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 from analyzer.detectors import run_detectors
 from analyzer.detectors.lost_response import DETECTOR
 from tests.support.records import Capture, event, req, res, sse, timeline_of
+from tests.support.streams import S1, initialized
 
-S1 = {"Mcp-Session-Id": "S1"}
 V26 = {"MCP-Protocol-Version": "2026-07-28"}
 UUID = "6f1d8a4e-27b3-4c55-9a0e-3b2d1c0f9e8d"
 TS_ID = f"{UUID}_1750000000001_k3"
@@ -18,11 +18,6 @@ TS_ID = f"{UUID}_1750000000001_k3"
 
 def progress(n: int) -> dict[str, object]:
     return req("notifications/progress", progressToken="t", progress=n)
-
-
-def initialized(c: Capture) -> None:
-    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
-    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
 
 
 def call(c: Capture, rid: int, blocks: list[str], how: str | None = "client_closed",

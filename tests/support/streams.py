@@ -158,3 +158,30 @@ def shared_store_two_answers(c: Capture) -> None:
                for i, x in (("3", "A"), ("4", "B"))]  # fmt: skip
     a.resume("1", *answers)
     b.resume("2", *answers)
+
+
+# --- a response sent more than once (duplicate-response, analyzer/timeline/resent.py) ---------
+
+
+def ticket_call(rid: int) -> dict[str, object]:
+    """A side-effecting `tools/call` (create_ticket) with id `rid`."""
+    return req("tools/call", rid, name="create_ticket", arguments={"title": "x"})
+
+
+def replay_with_another_result(c: Capture) -> None:
+    """The resume replays request 4's response with a different result."""
+    initialized(c)
+    stream(c, [event(id="e1", data=""), event(res(4, content=["T-1"]), id="e2")],
+           body=ticket_call(4), how="client_closed")  # fmt: skip
+    stream(c, [event(res(4, content=["T-2"]), id="e3")], headers={**S1, "Last-Event-ID": "e1"})
+
+
+def response_on_two_streams(c: Capture) -> None:
+    """Request 5's response went out on its POST stream and, fresh, on the standalone GET stream."""
+    initialized(c)
+    g = c.request("GET", headers=S1)
+    c.response(g, sse=True)
+    c.chunk(g, sse(event(id="10", data="")), n=0)
+    stream(c, [event(res(5, content=[]), id="11")], body=ticket_call(5))
+    c.chunk(g, sse(event(res(5, content=[]), id="12")), n=1)
+    c.end(g, "client_closed")

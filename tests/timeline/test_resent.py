@@ -11,30 +11,14 @@ import pytest
 
 from analyzer.timeline import resent
 from analyzer.timeline.resent import recurring
-from tests.support.records import Capture, event, req, res, sse, timeline_of
-from tests.support.streams import S1, initialized, stream
-
-
-def call(rid: int) -> dict[str, object]:
-    return req("tools/call", rid, name="create_ticket", arguments={"title": "x"})
-
-
-def replay_with_another_result(c: Capture) -> None:
-    initialized(c)
-    stream(c, [event(id="e1", data=""), event(res(4, content=["T-1"]), id="e2")], body=call(4),
-           how="client_closed")  # fmt: skip
-    stream(c, [event(res(4, content=["T-2"]), id="e3")], headers={**S1, "Last-Event-ID": "e1"})
-
-
-def response_on_two_streams(c: Capture) -> None:
-    """Request 5's response, fresh, on its POST stream and on the standalone GET stream."""
-    initialized(c)
-    g = c.request("GET", headers=S1)
-    c.response(g, sse=True)
-    c.chunk(g, sse(event(id="10", data="")), n=0)
-    stream(c, [event(res(5, content=[]), id="11")], body=call(5))
-    c.chunk(g, sse(event(res(5, content=[]), id="12")), n=1)
-    c.end(g, "client_closed")
+from tests.support.records import Capture, event, req, res, timeline_of
+from tests.support.streams import (
+    initialized,
+    replay_with_another_result,
+    response_on_two_streams,
+    stream,
+    ticket_call,
+)
 
 
 def built(build: Callable[[Capture], None]) -> Any:
@@ -55,8 +39,8 @@ def test_fresh_events_are_first_sends_of_a_recurring_id_with_their_carrier() -> 
     def same_event_twice(c: Capture) -> None:
         initialized(c)
         n = req("notifications/message", level="info", data="hello")
-        stream(c, [event(n, id="u_1"), event(res(6, content=[]), id="a")], body=call(6))
-        stream(c, [event(n, id="u_1"), event(res(7, content=[]), id="b")], body=call(7))
+        stream(c, [event(n, id="u_1"), event(res(6, content=[]), id="a")], body=ticket_call(6))
+        stream(c, [event(n, id="u_1"), event(res(7, content=[]), id="b")], body=ticket_call(7))
 
     got = resent.fresh_events(built(same_event_twice)).collect()
     assert got["event_id"].to_list() == ["u_1", "u_1"]
@@ -89,7 +73,7 @@ KEYED = pl.LazyFrame(
 
 
 @pytest.mark.parametrize("engine", ["streaming", "in-memory"])
-def testrecurring_keeps_every_row_of_arecurring_key_once(
+def test_recurring_keeps_every_row_of_a_recurring_key_once(
     engine: Literal["streaming", "in-memory"],
 ) -> None:
     got = recurring(KEYED, "s", "k").collect(engine=engine)
@@ -97,7 +81,7 @@ def testrecurring_keeps_every_row_of_arecurring_key_once(
     assert sorted(got["n"].to_list()) == [0, 1, 5, 6, 7, 8, 9]
 
 
-def testrecurring_without_arecurring_key_is_empty_with_the_rows_columns() -> None:
+def test_recurring_without_a_recurring_key_is_empty_with_the_rows_columns() -> None:
     lone = KEYED.filter(pl.col("n").is_in([2, 4]))  # ("a", "2") and ("b", "2"): once each
     got = recurring(lone, "s", "k").collect()
     assert got.height == 0

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from analyzer.timeline import unanswered
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
-
-S1 = {"Mcp-Session-Id": "S1"}
-
-
-def initialized(c: Capture) -> None:
-    f = c.request(body=req("initialize", 0, protocolVersion="2025-11-25", capabilities={}))
-    c.response(f, body=res(0, protocolVersion="2025-11-25"), headers=S1)
+from tests.support.streams import S1, initialized
 
 
 def call(c: Capture, rid: int, blocks: list[str], how: str | None) -> str:
