@@ -35,10 +35,12 @@ from analyzer.timeline.kept import Kept, Store
 from analyzer.timeline.keys import KEY_COLUMNS, key_flows
 from analyzer.timeline.progress import progress_groups
 from analyzer.timeline.replays import (
+    carried_keys,
     recurring_events,
     recurring_keys,
     replay_messages,
     resumed_events,
+    resumed_flows,
     resumed_progress,
 )
 from analyzer.timeline.resumptions import resumptions
@@ -296,15 +298,26 @@ def build_timeline(
     # The events replay judgements read, once the flow-level frames above are gone (each pass
     # over every event holds memory in proportion to the events): a sort of 8 bytes an event finds
     # the recurring ids, then the events are selected and written, then the messages they carried.
+    # The id counters (a few rows a stream) come from the same pass as the recurring ids: the
+    # streaming engine then reads the events and joins them to their flows once for both.
     events = raw.events.pipe(sse_events, placed=on_flows)
-    recurring = recurring_keys(events).collect(engine=_BIG).lazy()
-    kept.keep("recurring_events", recurring_events(events, recurring))
-    kept.keep("resumed_events", resumed_events(events, kept["resumptions"]))
+    recurring, counters = pl.collect_all([recurring_keys(events), id_counters(events)], engine=_BIG)
+    kept.keep("recurring_events", recurring_events(events, recurring.lazy()))
+    # The events of the resumed streams' flows, and the messages the events kept so far carried:
+    # the rows of other flows and events are dropped before the join that places every record.
+    flows_resumed = resumed_flows(on_flows, kept["resumptions"]).collect(engine=_SMALL).lazy()
+    resumed = raw.events.join(flows_resumed, on="flow_id", how="semi").pipe(
+        sse_events, placed=on_flows
+    )
+    kept.keep("resumed_events", resumed_events(resumed, kept["resumptions"]))
+    carried = carried_keys(kept["recurring_events"], kept["resumed_events"]).collect(engine=_BIG)
     kept.keep(
         "replay_messages",
-        replay_messages(message_frame, kept["recurring_events"], kept["resumed_events"]),
+        raw.messages.join(carried.lazy(), on=["flow_id", "ordinal"], how="semi")
+        .pipe(messages, placed=on_flows)
+        .pipe(replay_messages, carried.lazy()),
     )
-    kept.keep("id_counters", id_counters(events))
+    kept.keep("id_counters", counters.lazy())
     kept.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(
