@@ -230,6 +230,12 @@ def payloads_of(
     )
 
 
+def _of_flows(frame: pl.DataFrame) -> pl.Expr:
+    """The rows of the flows in `frame`'s `flow_id` column: a filter, which a scan applies as
+    it reads (pushed down), where a join would take every row first."""
+    return pl.col("flow_id").is_in(frame.get_column("flow_id").unique().implode())
+
+
 def build_timeline(
     raw: RawTables,
     inputs: Sequence[InputReport] = (),
@@ -304,16 +310,16 @@ def build_timeline(
     recurring, counters = pl.collect_all([recurring_keys(events), id_counters(events)], engine=_BIG)
     kept.keep("recurring_events", recurring_events(events, recurring.lazy()))
     # The events of the resumed streams' flows, and the messages the events kept so far carried:
-    # the rows of other flows and events are dropped before the join that places every record.
-    flows_resumed = resumed_flows(on_flows, kept["resumptions"]).collect(engine=_SMALL).lazy()
-    resumed = raw.events.join(flows_resumed, on="flow_id", how="semi").pipe(
-        sse_events, placed=on_flows
-    )
+    # the rows of other flows and events are dropped before the join that places every record,
+    # the other flows' by a filter the scan applies as it reads.
+    flows_resumed = resumed_flows(on_flows, kept["resumptions"]).collect(engine=_SMALL)
+    resumed = raw.events.filter(_of_flows(flows_resumed)).pipe(sse_events, placed=on_flows)
     kept.keep("resumed_events", resumed_events(resumed, kept["resumptions"]))
     carried = carried_keys(kept["recurring_events"], kept["resumed_events"]).collect(engine=_BIG)
     kept.keep(
         "replay_messages",
-        raw.messages.join(carried.lazy(), on=["flow_id", "ordinal"], how="semi")
+        raw.messages.filter(_of_flows(carried))
+        .join(carried.lazy(), on=["flow_id", "ordinal"], how="semi")
         .pipe(messages, placed=on_flows)
         .pipe(replay_messages, carried.lazy()),
     )
