@@ -32,7 +32,7 @@ from analyzer.timeline.dating import dated, event_dates
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.frames import FRAMES
 from analyzer.timeline.kept import Kept, Store
-from analyzer.timeline.keys import KEY_COLUMNS, key_flows
+from analyzer.timeline.keys import KEY_COLUMNS, READ_COLUMNS, key_flows
 from analyzer.timeline.progress import progress_groups
 from analyzer.timeline.replays import (
     carried_keys,
@@ -107,6 +107,11 @@ _SPINE = [
     "last_retry_ms",
     "chunks",
 ]
+
+# The flow columns the spine is made of: what `key_flows` reads and what the spine keeps as
+# read, in one narrow collect of the flows (key_flows reads its input in several branches: a
+# scan would be read once a branch).
+_SPINE_READS = tuple(dict.fromkeys([*READ_COLUMNS, *(c for c in _SPINE if c not in KEY_COLUMNS)]))
 
 # Engines for the collects of intermediates at this edge: the streaming engine for the scans of
 # the Parquet tables (memory does not grow with them), the in-memory one for plans over the
@@ -254,7 +259,9 @@ def build_timeline(
     kept = Kept(spill_dir, store)
     # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
     # and let `exchanges` take the rest from the Parquet scan when it is collected.
-    spine = raw.flows.pipe(key_flows).select(_SPINE).collect(engine=_BIG)
+    flows = raw.flows.select(_SPINE_READS).collect(engine=_BIG)
+    spine = flows.lazy().pipe(key_flows).select(_SPINE).collect(engine=_SMALL)
+    del flows
     keyed = spine.lazy()
     # Events of inputs without per-event times, dated before anything reads their times.
     raw = raw.redated(kept.keep("event_dates", event_dates(raw.events, raw.messages, keyed)))
