@@ -32,13 +32,15 @@ from analyzer.timeline.dating import dated, event_dates
 from analyzer.timeline.exchanges import exchanges, messages, placement, sse_events
 from analyzer.timeline.frames import FRAMES
 from analyzer.timeline.kept import Kept, Store
-from analyzer.timeline.keys import KEY_COLUMNS, key_flows
+from analyzer.timeline.keys import KEY_COLUMNS, READ_COLUMNS, key_flows
 from analyzer.timeline.progress import progress_groups
 from analyzer.timeline.replays import (
+    carried_keys,
     recurring_events,
     recurring_keys,
     replay_messages,
     resumed_events,
+    resumed_flows,
     resumed_progress,
 )
 from analyzer.timeline.resumptions import resumptions
@@ -105,6 +107,11 @@ _SPINE = [
     "last_retry_ms",
     "chunks",
 ]
+
+# The flow columns the spine is made of: what `key_flows` reads and what the spine keeps as
+# read, in one narrow collect of the flows (key_flows reads its input in several branches: a
+# scan would be read once a branch).
+_SPINE_READS = tuple(dict.fromkeys([*READ_COLUMNS, *(c for c in _SPINE if c not in KEY_COLUMNS)]))
 
 # Engines for the collects of intermediates at this edge: the streaming engine for the scans of
 # the Parquet tables (memory does not grow with them), the in-memory one for plans over the
@@ -228,6 +235,12 @@ def payloads_of(
     )
 
 
+def _of_flows(frame: pl.DataFrame) -> pl.Expr:
+    """The rows of the flows in `frame`'s `flow_id` column: a filter, which a scan applies as
+    it reads (pushed down), where a join would take every row first."""
+    return pl.col("flow_id").is_in(frame.get_column("flow_id").unique().implode())
+
+
 def build_timeline(
     raw: RawTables,
     inputs: Sequence[InputReport] = (),
@@ -246,7 +259,9 @@ def build_timeline(
     kept = Kept(spill_dir, store)
     # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
     # and let `exchanges` take the rest from the Parquet scan when it is collected.
-    spine = raw.flows.pipe(key_flows).select(_SPINE).collect(engine=_BIG)
+    flows = raw.flows.select(_SPINE_READS).collect(engine=_BIG)
+    spine = flows.lazy().pipe(key_flows).select(_SPINE).collect(engine=_SMALL)
+    del flows
     keyed = spine.lazy()
     # Events of inputs without per-event times, dated before anything reads their times.
     raw = raw.redated(kept.keep("event_dates", event_dates(raw.events, raw.messages, keyed)))
@@ -296,15 +311,26 @@ def build_timeline(
     # The events replay judgements read, once the flow-level frames above are gone (each pass
     # over every event holds memory in proportion to the events): a sort of 8 bytes an event finds
     # the recurring ids, then the events are selected and written, then the messages they carried.
+    # The id counters (a few rows a stream) come from the same pass as the recurring ids: the
+    # streaming engine then reads the events and joins them to their flows once for both.
     events = raw.events.pipe(sse_events, placed=on_flows)
-    recurring = recurring_keys(events).collect(engine=_BIG).lazy()
-    kept.keep("recurring_events", recurring_events(events, recurring))
-    kept.keep("resumed_events", resumed_events(events, kept["resumptions"]))
+    recurring, counters = pl.collect_all([recurring_keys(events), id_counters(events)], engine=_BIG)
+    kept.keep("recurring_events", recurring_events(events, recurring.lazy()))
+    # The events of the resumed streams' flows, and the messages the events kept so far carried:
+    # the rows of other flows and events are dropped before the join that places every record,
+    # the other flows' by a filter the scan applies as it reads.
+    flows_resumed = resumed_flows(on_flows, kept["resumptions"]).collect(engine=_SMALL)
+    resumed = raw.events.filter(_of_flows(flows_resumed)).pipe(sse_events, placed=on_flows)
+    kept.keep("resumed_events", resumed_events(resumed, kept["resumptions"]))
+    carried = carried_keys(kept["recurring_events"], kept["resumed_events"]).collect(engine=_BIG)
     kept.keep(
         "replay_messages",
-        replay_messages(message_frame, kept["recurring_events"], kept["resumed_events"]),
+        raw.messages.filter(_of_flows(carried))
+        .join(carried.lazy(), on=["flow_id", "ordinal"], how="semi")
+        .pipe(messages, placed=on_flows)
+        .pipe(replay_messages, carried.lazy()),
     )
-    kept.keep("id_counters", id_counters(events))
+    kept.keep("id_counters", counters.lazy())
     kept.keep(
         "exchanges",
         raw.flows.join(flow_keys, on="flow_id", how="left").pipe(

@@ -34,6 +34,7 @@ __all__ = [
     "KEY_COLUMNS",
     "LEGACY_ERA",
     "ORIGIN",
+    "READ_COLUMNS",
     "SESSIONLESS",
     "SESSIONLESS_FROM",
     "key_flows",
@@ -41,6 +42,13 @@ __all__ = [
 
 KEY_COLUMNS = ("ts", "sse", "session_kind", "session_id", "era", "origin")
 """The columns `key_flows` adds to the flows."""
+
+READ_COLUMNS = ("flow_id", "run_id", "req_ts", "req_seq", "scheme", "authority", "query",
+                "client_ip", "upstream", "mcp_session_id", "protocol_version", "client_value",
+                "rpc_method", "initialize", "rpc_client_info", "rpc_protocol_version",
+                "result_protocol_version", "resp_ts", "status", "content_type",
+                "response_session_id", "end_ts", "endpoint_url")  # fmt: skip
+"""The RAW_FLOWS columns `key_flows` reads (a caller may select those alone first)."""
 
 LEGACY_ERA = "2024-11-05"
 SESSIONLESS_FROM = "2026-"

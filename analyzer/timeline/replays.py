@@ -25,6 +25,7 @@ __all__ = [
     "REPLAY_MESSAGE_COLUMNS",
     "RESUMED_EVENT_COLUMNS",
     "RESUMED_PROGRESS_COLUMNS",
+    "carried_keys",
     "foreign_session_events",
     "key_hash",
     "other_session_replays",
@@ -34,6 +35,7 @@ __all__ = [
     "recurring_keys",
     "replay_messages",
     "resumed_events",
+    "resumed_flows",
     "resumed_progress",
     "same_origin",
 ]
@@ -138,14 +140,27 @@ def resumed_events(events: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFr
     )
 
 
+def resumed_flows(placed: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFrame:
+    """The `flow_id` of every flow of the streams `resumed_events` selects: the flows whose
+    events it holds (`placed`: the flows' placement, `analyzer.timeline.exchanges.placement`)."""
+    wanted = resumptions.filter(INCARNATION).select("stream_id")
+    return placed.join(wanted, on="stream_id", how="semi").select("flow_id")
+
+
+def carried_keys(*carriers: pl.LazyFrame) -> pl.LazyFrame:
+    """The distinct `flow_id, ordinal` of the events of `carriers`: what names the messages
+    they carried."""
+    return pl.concat([c.select("flow_id", "ordinal") for c in carriers]).unique()
+
+
 def replay_messages(messages: pl.LazyFrame, *carriers: pl.LazyFrame) -> pl.LazyFrame:
     """The MESSAGES rows (columns `REPLAY_MESSAGE_COLUMNS`) carried by the events of `carriers`
-    (`recurring_events` and `resumed_events`: frames with `flow_id` and `ordinal`)."""
-    carried = pl.concat([c.select("flow_id", "ordinal") for c in carriers]).unique()
+    (`recurring_events` and `resumed_events`, or their `carried_keys`: frames with `flow_id`
+    and `ordinal`)."""
     return (
         messages.filter(pl.col("source") == "sse")
         .select(REPLAY_MESSAGE_COLUMNS)
-        .join(carried, on=["flow_id", "ordinal"], how="semi")
+        .join(carried_keys(*carriers), on=["flow_id", "ordinal"], how="semi")
         .with_columns(
             owned("session_id", "stream_id", "flow_id", "event_id", "payload_hash", "data_hash")
         )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
-from analyzer.timeline.keys import ORIGIN
+from analyzer.timeline.keys import KEY_COLUMNS, ORIGIN, READ_COLUMNS, key_flows
 from tests.support.records import Capture, event, req, res, rows, sse, timeline_of
 
 
@@ -167,3 +168,22 @@ def test_origin_of_a_flow(
         schema={"scheme": pl.String, "authority": pl.String, "upstream": pl.String},
     )
     assert flow.select(ORIGIN).item() == origin
+
+
+def test_key_flows_reads_only_its_read_columns() -> None:
+    """Selecting READ_COLUMNS first (as `build_timeline` does) keys the flows alike; a column
+    `key_flows` reads that is not listed fails here as not found."""
+    from analyzer.normalize import normalize_records
+
+    c = Capture()
+    _sessioned(c, _A, "1", at=10)
+    _sessioned(c, _B, "1", at=20)
+    a = c.request(body=req("initialize", 1, protocolVersion="2025-03-26"), origin=_A, at=30)
+    c.response(a, body=res(1, protocolVersion="2025-03-26"))
+    c.request(body=req("ping", 2), origin=_A)
+    flows = normalize_records(c.records, client_header="x-client").flows.lazy()
+    keyed = ["flow_id", *KEY_COLUMNS]
+    whole = flows.pipe(key_flows).select(keyed).sort("flow_id").collect()
+    narrow = flows.select(READ_COLUMNS).pipe(key_flows).select(keyed).sort("flow_id").collect()
+    assert_frame_equal(narrow, whole)
+    assert sorted(whole["session_kind"].cast(pl.String)) == ["anon"] * 2 + ["mcp"] * 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+from polars.testing import assert_frame_equal
 
 from analyzer import schema as S
 from analyzer.timeline.replays import (
@@ -13,11 +14,13 @@ from analyzer.timeline.replays import (
     REPLAY_MESSAGE_COLUMNS,
     RESUMED_EVENT_COLUMNS,
     RESUMED_PROGRESS_COLUMNS,
+    carried_keys,
     other_session_replays,
     recurring_events,
     recurring_keys,
     replay_messages,
     resumed_events,
+    resumed_flows,
     resumed_progress,
 )
 
@@ -82,6 +85,35 @@ def test_resumed_events_are_every_event_of_the_streams_a_resume_continued() -> N
     assert tuple(found.columns) == RESUMED_EVENT_COLUMNS
 
 
+def test_resumed_flows_are_the_flows_whose_events_resumed_events_keeps() -> None:
+    streams = ["s1", "s1", "s2", "s3", None, "s1"]
+    placed = pl.LazyFrame(
+        {"flow_id": [f"f{i}" for i in range(len(streams))], "stream_id": streams},
+        schema={"flow_id": pl.String, "stream_id": pl.String},
+    )
+    found = resumed_flows(placed, RESUMPTIONS).collect()
+    assert sorted(found["flow_id"]) == ["f0", "f1", "f5"]  # s1's: s2's resume was no incarnation
+    assert found.columns == ["flow_id"]
+    # Its flows' events, placed, are the events `resumed_events` keeps of all of them.
+    frame = events(*((None, stream, None, False) for stream in streams)).with_columns(
+        pl.concat_str(pl.lit("f"), pl.col("ordinal")).alias("flow_id")
+    )
+    of_flows = frame.join(found.lazy(), on="flow_id", how="semi")
+    assert_frame_equal(
+        resumed_events(of_flows, RESUMPTIONS).collect(),
+        resumed_events(frame, RESUMPTIONS).collect(),
+        check_row_order=False,
+    )
+
+
+def test_carried_keys_are_the_distinct_flow_and_ordinal_of_every_carrier() -> None:
+    first = pl.LazyFrame({"flow_id": ["f1", "f1", "f3"], "ordinal": [0, 0, 0], "ts": [1, 2, 3]})
+    second = pl.LazyFrame({"flow_id": ["f2", "f1"], "ordinal": [0, 1]})
+    found = carried_keys(first, second).collect()
+    assert found.columns == ["flow_id", "ordinal"]
+    assert sorted(found.rows()) == [("f1", 0), ("f1", 1), ("f2", 0), ("f3", 0)]
+
+
 def test_replay_messages_are_the_messages_the_given_events_carried() -> None:
     rows = [  # (flow_id, source, ordinal, member)
         ("f1", "sse", 0, None),  # carried by an event of the first set
@@ -100,6 +132,9 @@ def test_replay_messages_are_the_messages_the_given_events_carried() -> None:
     found = replay_messages(messages, first, second).collect()
     assert sorted(found.select("flow_id", "ordinal").rows()) == [("f1", 0), ("f2", 0), ("f2", 0)]
     assert tuple(found.columns) == REPLAY_MESSAGE_COLUMNS
+    # Given the carriers' keys instead, as `build_timeline` does: the same rows.
+    by_keys = replay_messages(messages, carried_keys(first, second)).collect()
+    assert_frame_equal(by_keys, found, check_row_order=False)
 
 
 def test_resumed_progress_is_each_resumed_streams_progress_in_stream_order() -> None:
