@@ -1,6 +1,7 @@
 """Test tiers: `lab` (real lab servers and the proxy), `proxy` (the real proxy as a process),
 `browser` (headless Chromium), `bench` (the benchmark scripts), `spark` (a local Spark session).
-`scripts/test --fast` deselects the five; `scripts/test` runs all."""
+`scripts/test --fast` deselects the five and runs the property tests on the `fast` Hypothesis
+profile; `scripts/test` runs all, with every property test's full example count."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import proxy
 from tests.support.lab_capture import LabRuns
+
+# `scripts/test --fast` loads this profile: a fifth of each property test's examples (see
+# tests/support/examples.py); the full run keeps the default profile and each test's own count.
+settings.register_profile("fast", max_examples=20)
 
 BENCH_TESTS = Path(__file__).resolve().parent / "bench"
 # The fixtures that start lab servers: a scenario's run, the lab's SDK server alone.

@@ -10,7 +10,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+from tests.support.examples import examples
 from tests.support.proxy import run_proxy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,3 +245,15 @@ def test_a_test_outside_the_proxy_tier_cannot_start_the_proxy(tmp_path: Path) ->
         run_proxy("http://127.0.0.1:9", tmp_path),
     ):
         pass
+
+
+@pytest.mark.parametrize(("profile", "counts"), [("default", [5, 60, 300]), ("fast", [5, 12, 60])])
+def test_property_tests_run_their_own_count_but_a_fifth_on_the_fast_profile(
+    profile: str, counts: list[int]
+) -> None:
+    loaded = settings.get_current_profile_name()
+    try:
+        settings.load_profile(profile)
+        assert [examples(n) for n in (5, 60, 300)] == counts
+    finally:
+        settings.load_profile(loaded)
