@@ -1,14 +1,22 @@
-"""Test tiers: `lab` (real lab servers and the proxy), `browser` (headless Chromium), `bench`
-(the benchmark scripts), `spark` (a local Spark session). `scripts/test --fast` deselects the
-four; `scripts/test` runs all."""
+"""Test tiers: `lab` (real lab servers and the proxy), `proxy` (the real proxy as a process),
+`browser` (headless Chromium), `bench` (the benchmark scripts), `spark` (a local Spark session).
+`scripts/test --fast` deselects the five and runs the property tests on the `fast` Hypothesis
+profile; `scripts/test` runs all, with every property test's full example count."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+from tests.support import proxy
 from tests.support.lab_capture import LabRuns
+
+# `scripts/test --fast` loads this profile: a fifth of each property test's examples (see
+# tests/support/examples.py); the full run keeps the default profile and each test's own count.
+settings.register_profile("fast", max_examples=20)
 
 BENCH_TESTS = Path(__file__).resolve().parent / "bench"
 # The fixtures that start lab servers: a scenario's run, the lab's SDK server alone.
@@ -33,3 +41,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def lab_runs(tmp_path_factory: pytest.TempPathFactory) -> LabRuns:
     """The lab runs of the test session: each scenario at most once, whichever test asks first."""
     return LabRuns(tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(autouse=True)
+def _proxy_tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Lets `tests.support.proxy` start the proxy only in a test of the `proxy` or `lab` tier."""
+    proxy.tier_marked = any(request.node.get_closest_marker(m) for m in ("proxy", "lab"))
+    yield
+    proxy.tier_marked = False

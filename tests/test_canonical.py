@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.canonical import canonical_hash, canonical_json
+from tests.support.examples import examples
 
 # https://github.com/cyberphone/json-canonicalization/tree/master/testdata: input/ and output/
 # (the output files hold raw UTF-8; invisible characters are written as escapes here).
@@ -258,7 +259,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(json_values)
 def test_canonical_text_is_a_fixed_point(value: object) -> None:
     text = canonical_json(value)
@@ -276,7 +277,7 @@ def _reshuffled(value: object, rng: random.Random) -> object:
     return value
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     json_values,
     st.randoms(use_true_random=False),

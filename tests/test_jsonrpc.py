@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from analyzer import jsonrpc
 from analyzer.canonical import canonical_json
 from analyzer.jsonrpc import Kind, Message, Reason, classify, classify_value, iter_messages
+from tests.support.examples import examples
 
 R = '"jsonrpc":"2.0"'
 
@@ -359,19 +360,19 @@ def _fingerprint(message: Message) -> tuple[Any, ...]:
     )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_never_raise(raw: bytes) -> None:
     _check_shape(classify(raw))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text(st.characters(codec=None), max_size=100))
 def test_arbitrary_str_never_raises(raw: str) -> None:
     _check_shape(classify(raw))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(_wild_values | _deep_values)
 def test_arbitrary_values_never_raise(value: object) -> None:
     from_value = classify_value(value)
@@ -401,7 +402,7 @@ def _reasons(message: Message) -> set[str | None]:
     return {member.reason for member in (message, *message.members)}
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.integers(0, 20_000), st.sampled_from(["[", '{"a":', '[{"b":']))
 def test_deep_texts_never_raise(depth: int, opener: str) -> None:
     _check_shape(classify(opener * depth))
@@ -481,7 +482,7 @@ def _expect(message: Message, kind: Kind, id_: object, obj: dict[str, object]) -
     assert message.method == obj.get("method")
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_valid_messages, st.sampled_from([None, 1]), st.booleans())
 def test_valid_messages_keep_kind_and_id(
     case: tuple[Kind, object, dict[str, object]], indent: int | None, ensure_ascii: bool
@@ -493,7 +494,7 @@ def test_valid_messages_keep_kind_and_id(
     _expect(classify_value(obj), kind, id_, obj)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(st.lists(_valid_messages, min_size=1, max_size=5))
 def test_valid_batches_keep_kinds_and_ids(
     cases: list[tuple[Kind, object, dict[str, object]]],
@@ -542,7 +543,7 @@ def test_fast_path_edges_classify_as_the_full_path(text: str) -> None:
     assert classify(text.encode()) == classify(text)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(_wild_values, st.booleans(), st.sampled_from([None, 1]))
 def test_fast_path_classifies_as_the_full_path(
     value: object, ascii_only: bool, indent: Any
@@ -567,7 +568,7 @@ _big_int_values = st.recursive(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(_big_int_values, st.sampled_from([None, 0, 1, "\t"]))
 def test_fast_path_keeps_big_ints_exact(value: object, indent: Any) -> None:
     text = json.dumps({"jsonrpc": "2.0", "id": 1, "result": value}, indent=indent)
@@ -622,7 +623,7 @@ _finite_json = st.recursive(
 )
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(_finite_json)
 def test_may_hold_float_never_misses_a_float(value: object) -> None:
     if _holds_float(value):
@@ -666,7 +667,7 @@ _float_bait_json = st.recursive(
 )
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(_float_bait_json, st.booleans())
 def test_may_hold_float_never_misses_a_float_among_float_like_strings(
     value: object, sort_keys: bool

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.sse import SseDecoder, SseEvent, decode_all
+from tests.support.examples import examples
 
 
 def ev(
@@ -610,7 +611,7 @@ def _streams(draw: st.DrawFn) -> bytes:
 _ANY_STREAM = st.one_of(_streams(), st.binary(max_size=64))
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 @given(st.data())
 def test_any_chunking_gives_the_same_events_and_tail(data: st.DataObject) -> None:
     stream = data.draw(_ANY_STREAM, label="stream")
@@ -690,7 +691,7 @@ def _reference(stream: bytes) -> list[SseEvent]:
     return events
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 @given(_ANY_STREAM)
 def test_matches_literal_transcription_of_the_spec(stream: bytes) -> None:
     events = [
@@ -733,7 +734,7 @@ def _text_chunks(draw: st.DrawFn) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(edges) if b > a]
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(_text_chunks())
 def test_feed_text_gives_what_feed_gives(chunks: list[str]) -> None:
     fast, slow = SseDecoder(), SseDecoder()
@@ -769,7 +770,7 @@ def _mcp_like_chunks(draw: st.DrawFn) -> list[str]:
     return chunks
 
 
-@settings(max_examples=1000, deadline=None, database=None)
+@settings(max_examples=examples(1000), deadline=None, database=None)
 @given(_mcp_like_chunks())
 def test_feed_text_of_mcp_like_blocks_gives_what_feed_gives(chunks: list[str]) -> None:
     fast, slow = SseDecoder(), SseDecoder()

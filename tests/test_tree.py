@@ -9,6 +9,12 @@ import ast
 import tomllib
 from pathlib import Path
 
+import pytest
+from hypothesis import settings
+
+from tests.support.examples import examples
+from tests.support.proxy import run_proxy
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 # Top-level packages beside analyzer/; any other folder of tests/ mirrors analyzer/.
@@ -227,5 +233,27 @@ def test_the_test_tiers_are_registered_markers() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     pytest_options = config["tool"]["pytest"]["ini_options"]
     names = {marker.split(":")[0] for marker in pytest_options["markers"]}
-    assert {"lab", "browser", "bench", "spark"} <= names
+    assert {"lab", "proxy", "browser", "bench", "spark"} <= names
     assert "--strict-markers" in pytest_options["addopts"]
+    fast = (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    assert [name for name in sorted(names) if f"not {name}" not in fast] == []
+
+
+def test_a_test_outside_the_proxy_tier_cannot_start_the_proxy(tmp_path: Path) -> None:
+    with (
+        pytest.raises(AssertionError, match="marked `proxy`"),
+        run_proxy("http://127.0.0.1:9", tmp_path),
+    ):
+        pass
+
+
+@pytest.mark.parametrize(("profile", "counts"), [("default", [5, 60, 300]), ("fast", [5, 12, 60])])
+def test_property_tests_run_their_own_count_but_a_fifth_on_the_fast_profile(
+    profile: str, counts: list[int]
+) -> None:
+    loaded = settings.get_current_profile_name()
+    try:
+        settings.load_profile(profile)
+        assert [examples(n) for n in (5, 60, 300)] == counts
+    finally:
+        settings.load_profile(loaded)

@@ -19,10 +19,10 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import replicas
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
-
 
 REMEDY: Final = (
     "Route each session to one replica (sticky routing on Mcp-Session-Id) or keep a "
@@ -32,40 +32,11 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume whose answer came from another replica than its cursor."""
-    source = timeline.exchanges.select("flow_id", "replica_source", "era")
-    requests = timeline.streams.select(
-        "stream_id", "request_id", pl.col("replica").alias("_ran_on")
-    )
-    # Answers that delivered the response their stream owed: from a replica other than the one
-    # that ran the request, that shows it reads the stream's log (the resume was no luck).
-    delivered = timeline.incarnations.filter(pl.col("delivered_response")).select(
-        "flow_id", pl.lit(True).alias("_delivered")
-    )
-    reads_the_log = pl.col("_delivered").fill_null(False) & (
-        pl.col("answer_replica") != pl.col("_ran_on")
-    ).fill_null(False)
     owed = pl.when(pl.col("response_owed") & pl.col("request_id").is_not_null()).then(
         pl.format(" The stream still owed the response to request {}.", "request_id")
     )
     return emit(
-        timeline.resumptions.filter(
-            (pl.col("status") == "resolved")
-            & (pl.col("method") == "GET")
-            & pl.col("replica_changed").fill_null(False)
-            & pl.col("answer_status").is_between(200, 299).fill_null(False)
-        )
-        .join(source, on="flow_id", how="left")
-        .join(
-            source.select("flow_id", pl.col("replica_source").alias("_cursor_source")),
-            left_on="cursor_flow_id",
-            right_on="flow_id",
-            how="left",
-        )
-        # Replicas named the same way only: a header value never meets an upstream address.
-        .filter(pl.col("replica_source") == pl.col("_cursor_source"))
-        .join(requests, on="stream_id", how="left")
-        .join(delivered, on="flow_id", how="left")
-        .filter(~reads_the_log),
+        replicas.moved_resumes(timeline),
         title=pl.format(
             "resume from {} answered by {}, cursor issued by {}",
             "cursor",
@@ -95,9 +66,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         flow_ids=pl.concat_list("cursor_flow_id", "flow_id"),
         stream_ids=pl.concat_list("stream_id"),
         event_ids=pl.concat_list("cursor"),
-        request_ids=pl.when(pl.col("response_owed"))
-        .then(pl.concat_list("request_id"))
-        .otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        request_ids=pl.concat_list(pl.when("response_owed").then("request_id")),
         first_ts="cursor_ts",
         last_ts="ts",
     )

@@ -19,13 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit, finding_rows
-from analyzer.timeline.mcp_headers import (
-    DECODED,
-    PARAM,
-    declared_argument,
-    header_rows,
-    headers_sent,
-)
+from analyzer.timeline import disagreements
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -38,48 +32,9 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per session and header name whose value disagreed with an accepted body."""
-    body = pl.col("text")
-    accepted = timeline.exchanges.filter(
-        pl.col("status").is_between(200, 299) & (pl.col("mcp_headers").list.len() > 0)
-    )
-    any_header, param_header = headers_sent(accepted)
-    if not any_header:
+    wrong = disagreements.accepted(timeline)
+    if wrong is None:
         return finding_rows([])
-    param = declared_argument(timeline, wanted=param_header)
-    expected = (
-        pl.when(pl.col("name") == "mcp-method")
-        .then("_method")
-        .when(
-            (pl.col("name") == "mcp-name") & pl.col("_method").is_in(["tools/call", "prompts/get"])
-        )
-        .then("_tool")
-        .when((pl.col("name") == "mcp-name") & (pl.col("_method") == "resources/read"))
-        .then(body.str.json_path_match("$.params.uri"))
-        .when(pl.col("name").str.starts_with(PARAM) & (pl.col("_method") == "tools/call"))
-        .then(param)
-    )
-    numbers_equal = pl.col("_decoded").cast(pl.Float64, strict=False) == pl.col("_expected").cast(
-        pl.Float64, strict=False
-    )
-    wrong = (
-        header_rows(timeline, accepted)
-        .with_columns(expected.alias("_expected"), DECODED.alias("_decoded"))
-        .filter(pl.col("_expected").is_not_null())
-        .filter(
-            pl.col("_decoded").is_null()
-            | ((pl.col("_decoded") != pl.col("_expected")) & ~numbers_equal.fill_null(False))
-        )
-        .sort("ts", "seq")
-        .group_by("session_id", "name", maintain_order=True)
-        .agg(
-            pl.col("era").first(),
-            pl.col("flow_id").alias("flow_ids"),
-            pl.col("rpc_id").drop_nulls().unique(maintain_order=True).alias("request_ids"),
-            pl.format("{}: header {} != body {}", "flow_id", "value", "_expected").alias("_pairs"),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-    )
     return emit(
         wrong,
         title=pl.format(

@@ -19,6 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import orphans
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -32,41 +33,8 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline, *, overlap_s: float = 1.0) -> pl.LazyFrame:
     """One finding per incarnation orphaned by a later resume of its stream."""
-    answered = timeline.incarnations.filter(pl.col("status") == 200).select(
-        "session_id", "stream_id", "flow_id", "incarnation", "cursor", "response_ts", "end_ts"
-    )
-    resumes = answered.filter(pl.col("cursor").is_not_null()).select(
-        "stream_id",
-        pl.col("flow_id").alias("_new_flow"),
-        pl.col("incarnation").alias("_new_incarnation"),
-        pl.col("cursor").alias("_new_cursor"),
-        pl.col("response_ts").alias("_new_ts"),
-    )
-    tail = pl.duration(microseconds=int(overlap_s * 1e6))
-    overlapping = (
-        answered.join(resumes, on="stream_id")
-        .filter(
-            (pl.col("_new_incarnation") > pl.col("incarnation"))
-            & (pl.col("response_ts") <= pl.col("_new_ts"))
-            & (pl.col("end_ts").is_null() | (pl.col("end_ts") > pl.col("_new_ts") + tail))
-        )
-        # The first resume that found it live is the one that orphaned it.
-        .sort("_new_ts")
-        .group_by("flow_id", maintain_order=True)
-        .first()
-    )
-    later_events = (
-        timeline.sse_events.select("flow_id", "ts")
-        .join(overlapping.select("flow_id", "_new_ts"), on="flow_id")
-        .filter(pl.col("ts") > pl.col("_new_ts"))
-        .select("flow_id")
-        .unique()
-    )
-    streams = timeline.streams.select("stream_id", "era", "kind", "request_id")
     return emit(
-        overlapping.join(later_events, on="flow_id", how="anti")
-        .join(streams, on="stream_id", how="left")
-        .sort("session_id", "_new_ts", "flow_id"),
+        orphans.orphaned(timeline, overlap_s=overlap_s),
         title=pl.format(
             "Incarnation {} of stream {} orphaned by a later resume", "incarnation", "stream_id"
         ),

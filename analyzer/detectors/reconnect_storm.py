@@ -19,6 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import reopened
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,47 +36,9 @@ def detect(
     timeline: Timeline, *, min_streams: int = 5, max_open_s: float = 5.0, max_gap_s: float = 5.0
 ) -> pl.LazyFrame:
     """One finding per run of empty, server-ended standalone GET streams reopened at once."""
-    gets = timeline.exchanges.filter(
-        (pl.col("method") == "GET") & pl.col("session_id").is_not_null()
-    ).sort("session_id", "ts", "seq")
-    lived = (pl.col("end_ts") - pl.col("response_ts")).dt.total_microseconds() / 1e6
-    empty = (
-        pl.col("last_event_id").is_null()
-        & (pl.col("status") == 200)
-        & pl.col("sse").fill_null(False)
-        & (pl.col("events").fill_null(0) == 0)
-        & pl.col("end_how").cast(pl.String).is_in(["complete", "server_closed"])
-        & (lived <= max_open_s)
-    )
-    previous_end = pl.col("end_ts").shift(1).over("session_id")
-    gap = (pl.col("ts") - previous_end).dt.total_microseconds() / 1e6
-    storms = (
-        gets.with_columns(empty.fill_null(False).alias("_empty"))
-        .with_columns(pl.col("_empty").shift(1).over("session_id").alias("_after_empty"))
-        .with_columns(
-            # A GET that is not an empty stream, or comes late, starts a new run.
-            (
-                ~pl.col("_empty")
-                | ~pl.col("_after_empty").fill_null(False)
-                | (gap.fill_null(float("inf")) > max_gap_s)
-            )
-            .cum_sum()
-            .over("session_id")
-            .alias("_run")
-        )
-        .filter(pl.col("_empty"))
-        .group_by("session_id", "_run")
-        .agg(
-            pl.col("era").first(),
-            pl.col("flow_id").alias("flow_ids"),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("end_ts").max().alias("last_ts"),
-            pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
-        )
-        .filter(pl.col("flow_ids").list.len() >= min_streams)
-    )
+    storms = reopened.empty_runs(timeline, max_open_s=max_open_s, max_gap_s=max_gap_s)
     return emit(
-        storms,
+        storms.filter(pl.col("flow_ids").list.len() >= min_streams),
         title=pl.format(
             "{} standalone GET streams ended empty by the server and reopened at once",
             pl.col("flow_ids").list.len(),

@@ -17,6 +17,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import after_end
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -31,40 +32,9 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per terminated session that kept accepting requests."""
-    # Renamed: exchanges have their own `end_how` / `end_ts` (how each HTTP response ended).
-    ended = timeline.sessions.filter(pl.col("end_how").is_in(["delete", "404"])).select(
-        "session_id",
-        pl.col("end_how").alias("_end_how"),
-        pl.col("end_ts").alias("_end_ts"),
-        pl.col("end_flow_id").alias("_end_flow"),
-    )
-    # A request sent only after the end was answered: not one already in flight.
-    accepted = (
-        timeline.exchanges.join(ended, on="session_id")
-        .filter(
-            (pl.col("ts") > pl.col("_end_ts"))
-            & (pl.col("flow_id") != pl.col("_end_flow"))
-            & pl.col("status").is_between(200, 299)
-        )
-        .sort("ts", "seq")
-        .group_by("session_id")
-        .agg(
-            pl.col("era").first(),
-            pl.col("_end_how").first(),
-            pl.col("_end_flow").first(),
-            pl.col("_end_ts").first(),
-            pl.col("flow_id").alias("_flows"),
-            pl.col("stream_id").drop_nulls().unique(maintain_order=True).alias("stream_ids"),
-            pl.col("last_event_id").drop_nulls().unique(maintain_order=True).alias("event_ids"),
-            pl.col("rpc_id").drop_nulls().unique(maintain_order=True).alias("request_ids"),
-            pl.col("replica").drop_nulls().unique(maintain_order=True).alias("_replicas"),
-            pl.col("last_event_id").is_not_null().sum().alias("_resumes"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-    )
     how = pl.when(pl.col("_end_how") == "delete").then(pl.lit("a DELETE answered 2xx"))
     return emit(
-        accepted,
+        after_end.accepted(timeline),
         title=pl.format(
             "{} request(s) accepted after the session ended ({})",
             pl.col("_flows").list.len(),

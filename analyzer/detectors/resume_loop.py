@@ -17,6 +17,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import fruitless
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -31,35 +32,7 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
     """One finding per run of fruitless resumes of a stream whose response never came."""
-    unanswered = timeline.streams.filter(
-        (pl.col("kind") == "post") & ~pl.col("response_delivered").fill_null(False)
-    ).select("stream_id", "request_id", "era")
-    resumes = (
-        timeline.resumptions.filter((pl.col("status") == "resolved") & pl.col("response_owed"))
-        .join(unanswered, on="stream_id")
-        .sort("stream_id", "ts", "seq")
-        .with_columns(
-            # A resume that brought a message starts a new run after it.
-            (pl.col("answer_payload_events").fill_null(0) > 0)
-            .cum_sum()
-            .over("stream_id")
-            .alias("_run")
-        )
-        .filter(pl.col("answer_payload_events").fill_null(0) == 0)
-    )
-    runs = (
-        resumes.group_by("session_id", "stream_id", "_run")
-        .agg(
-            pl.col("era").first(),
-            pl.col("request_id").first(),
-            pl.col("flow_id").alias("flow_ids"),
-            pl.col("cursor").unique(maintain_order=True).alias("event_ids"),
-            pl.col("answer_status").cast(pl.String).unique(maintain_order=True).alias("_status"),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-        .filter(pl.col("flow_ids").list.len() >= min_resumes)
-    )
+    runs = fruitless.runs(timeline).filter(pl.col("flow_ids").list.len() >= min_resumes)
     return emit(
         runs,
         title=pl.format(

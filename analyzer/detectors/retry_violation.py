@@ -15,7 +15,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
-from analyzer.timeline.order import latest_before
+from analyzer.timeline import waits
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -29,41 +29,17 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
     """One finding per resume sent before its stream's `retry` had elapsed."""
-    resolved = timeline.resumptions.filter(pl.col("status") == "resolved")
-    # The client keeps the last retry it saw on the stream, over all earlier incarnations. Only
-    # the resumed streams' incarnations are sorted (a fraction of them), and of
-    # those only the streams that ever sent `retry` (a resume of another has no wait to honour).
-    incs = (
-        timeline.incarnations.join(resolved.select("stream_id"), on="stream_id", how="semi")
-        .filter(pl.col("last_retry_ms").is_not_null().any().over("stream_id"))
-        .sort("stream_id", "ts", "seq")
-        .select(
-            "stream_id",
-            pl.col("flow_id").alias("_prev_flow"),
-            pl.col("ts").alias("_prev_ts"),
-            pl.col("seq").alias("_prev_seq"),
-            pl.col("end_how").alias("_prev_end"),
-            pl.col("end_ts").alias("_prev_end_ts"),
-            pl.col("replica").alias("_prev_replica"),
-            pl.col("last_retry_ms").forward_fill().over("stream_id").alias("_retry_ms"),
+    found = (
+        waits.after_retry(timeline)
+        .filter(
+            pl.col("_prev_end").is_in(_SERVER_CLOSE)
+            & pl.col("_retry_ms").is_not_null()
+            # An incarnation still open at the resume is a parallel connection, not a reconnect.
+            & (pl.col("_prev_end_ts") <= pl.col("ts"))
+            & (pl.col("_wait_ms") < pl.col("_retry_ms") * (1.0 - tolerance))
         )
+        .with_columns(pl.col("_wait_ms").round(1))
     )
-    # The incarnation the resume follows: the stream's latest one requested before it.
-    resumes = latest_before(
-        resolved,
-        incs,
-        by=("stream_id",),
-        on=("ts", "seq"),
-        candidate_on=("_prev_ts", "_prev_seq"),
-    )
-    wait_ms = (pl.col("ts") - pl.col("_prev_end_ts")).dt.total_microseconds() / 1000.0
-    found = resumes.filter(
-        pl.col("_prev_end").is_in(_SERVER_CLOSE)
-        & pl.col("_retry_ms").is_not_null()
-        # An incarnation still open at the resume is a parallel connection, not a reconnect.
-        & (pl.col("_prev_end_ts") <= pl.col("ts"))
-        & (wait_ms < pl.col("_retry_ms") * (1.0 - tolerance))
-    ).with_columns(wait_ms.round(1).alias("_wait_ms"))
     return emit(
         found.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left"),
         title=pl.format("resume after {} ms, retry was {} ms", "_wait_ms", "_retry_ms"),

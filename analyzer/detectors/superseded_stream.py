@@ -17,6 +17,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline import replaced
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -31,55 +32,8 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per replaced GET stream that was resumed."""
-    # Each GET stream and the next GET stream its session opened: the one that replaced it.
-    replaced = (
-        timeline.streams.filter(pl.col("kind") == "get")
-        .sort("session_id", "ts", "seq")
-        .select(
-            "session_id",
-            "stream_id",
-            *(
-                pl.col(c).shift(-1).over("session_id").alias(f"_new_{c}")
-                for c in ("stream_id", "ts", "seq")
-            ),
-        )
-        .filter(pl.col("_new_stream_id").is_not_null())
-    )
-    # Both kept: the older stream was still connected when the newer one opened, and the
-    # server did not end it (a server that replaces a standalone stream closes the old one).
-    kept = (
-        timeline.incarnations.join(replaced, on=["session_id", "stream_id"])
-        .filter(
-            (pl.col("ts") < pl.col("_new_ts"))
-            & (pl.col("end_ts").is_null() | (pl.col("end_ts") > pl.col("_new_ts")))
-            & pl.col("end_how").is_in(["client_closed", "open_at_shutdown"]).fill_null(True)
-        )
-        .select("stream_id", pl.lit(True).alias("_kept"))
-        .unique()
-    )
-    after = (pl.col("ts") > pl.col("_new_ts")) | (
-        (pl.col("ts") == pl.col("_new_ts")) & (pl.col("seq") > pl.col("_new_seq"))
-    )
-    wire = ("ts", "seq")
-    found = (
-        timeline.resumptions.filter((pl.col("status") == "resolved") & (pl.col("method") == "GET"))
-        .join(replaced, on=["session_id", "stream_id"])
-        .filter(after)
-        .join(kept, on="stream_id", how="left")
-        .join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left")
-        .group_by("session_id", "stream_id", "_new_stream_id")
-        .agg(
-            pl.col("era").first(),
-            pl.col("_kept").any(),
-            pl.col("answer_status").is_between(200, 299).any().alias("_answered"),
-            pl.col("flow_id").sort_by(*wire).unique(maintain_order=True).alias("flow_ids"),
-            pl.col("cursor").sort_by(*wire).unique(maintain_order=True).alias("event_ids"),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-    )
     return emit(
-        found,
+        replaced.resumed(timeline),
         severity=pl.when(pl.col("_kept") | ~pl.col("_answered"))
         .then(pl.lit("low"))
         .otherwise(pl.lit("medium")),

@@ -132,6 +132,7 @@ def body_of(record: dict[str, Any], key: str = "body") -> bytes:
     return data["text"].encode() if "text" in data else base64.b64decode(data["b64"])
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("response_body", ["streamed through", "buffered by another addon"])
 def test_bombs_both_ways_pass_untouched_and_are_recorded_within_the_cap(
@@ -202,6 +203,7 @@ def gzip_then_br(events: list[bytes]) -> list[bytes]:
     return writes
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(60)
 def test_an_sse_stream_sent_as_gzip_then_br_is_recorded_decoded(tmp_path: Path) -> None:
     init = {
@@ -262,6 +264,7 @@ def test_an_sse_stream_sent_as_gzip_then_br_is_recorded_decoded(tmp_path: Path) 
     assert json.loads(report.read_text())["findings"] == []
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(60)
 def test_a_json_answer_the_proxy_cannot_decode_is_a_capture_gap_not_a_lost_response(
     tmp_path: Path,

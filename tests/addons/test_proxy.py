@@ -185,6 +185,7 @@ def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
         raise
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("launcher", ["seamwatch proxy", "mitmdump -s"])
 def test_nothing_in_the_folder_the_proxy_starts_from_is_imported(
@@ -230,6 +231,7 @@ def test_nothing_in_the_folder_the_proxy_starts_from_is_imported(
     assert kinds.count("request") == 1 and kinds.count("response") == 1
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(90)
 def test_a_dead_worker_is_one_line_at_once_then_a_count_and_exit_1(tmp_path: Path) -> None:
     out, port, err = tmp_path / "cap", free_port(), tmp_path / "stderr"
@@ -264,6 +266,7 @@ def test_a_dead_worker_is_one_line_at_once_then_a_count_and_exit_1(tmp_path: Pat
     ]
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(120)
 def test_a_full_disk_under_the_proxy_is_said_retried_counted_and_exit_1(tmp_path: Path) -> None:
     """The real proxy capturing to a real 1 MiB filesystem: it fills (said at once), frees
@@ -375,6 +378,7 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertAuthority, Pa
     return ca, folder
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize(
     ("trust", "verified"),
@@ -406,6 +410,7 @@ def test_a_tls_origin_is_verified_against_the_ca_it_is_given(
     assert (insecure_warning in err.read_text()) == (trust == "--upstream-insecure")
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(180)
 def test_an_sdk_client_keeps_its_https_url_through_the_teams_certificate(
     test_ca: tuple[CertAuthority, Path], tmp_path: Path
@@ -436,6 +441,7 @@ def test_an_sdk_client_keeps_its_https_url_through_the_teams_certificate(
     assert code == 0, report["findings"]
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(180)
 def test_a_forward_proxy_captures_an_sdk_client_that_trusts_mitmproxys_ca(
     test_ca: tuple[CertAuthority, Path], tmp_path: Path
@@ -487,6 +493,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(180)
 def test_a_forward_proxys_capture_of_two_servers_is_each_origins_own_sessions(
     tmp_path: Path,
@@ -535,6 +542,7 @@ def test_a_forward_proxys_capture_of_two_servers_is_each_origins_own_sessions(
     assert f"2 origins: {named}" in table.stdout
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(120)
 def test_metrics_are_counts_in_prometheus_format_and_a_stats_line_says_them_too(
     tmp_path: Path,
@@ -588,6 +596,7 @@ def test_metrics_are_counts_in_prometheus_format_and_a_stats_line_says_them_too(
     assert body_marker not in err.read_text() and secret_header not in err.read_text()
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(120)
 def test_sighup_closes_the_current_file_and_opens_the_next(tmp_path: Path) -> None:
     out = tmp_path / "cap"
@@ -624,6 +633,7 @@ def _folder_size(folder: Path) -> int:
     raise AssertionError(f"{folder} kept changing under 100 listings")
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(180)
 def test_retention_keeps_the_folder_within_max_size_and_the_analysis_names_the_cut(
     tmp_path: Path,
@@ -657,6 +667,7 @@ def test_retention_keeps_the_folder_within_max_size_and_the_analysis_names_the_c
     assert "gaps in seq" not in health["title"]
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(150)
 def test_upstream_mode_chains_to_another_proxy_and_records_the_origin(tmp_path: Path) -> None:
     """`--mode upstream:URL`: a forward proxy that sends everything through the proxy at URL

@@ -35,7 +35,7 @@ from analyzer.sse import SseDecoder, decode_all
 from tests.support.origin import Origin, Script
 from tests.support.proxy import ROOT, free_port, read_records, run_mitmdump, run_proxy
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.proxy]
 
 SSE = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
 

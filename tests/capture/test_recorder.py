@@ -11,6 +11,7 @@ from analyzer.capture.recorder import Recorder, StreamTap, header_value, is_even
 from analyzer.capture.redaction import Redactor
 from analyzer.record_models import RECORD_ADAPTER
 from analyzer.sse import decode_all
+from tests.support.examples import examples
 
 
 class ListSink:
@@ -178,7 +179,7 @@ EVENT_PARTS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     chunks=st.lists(st.lists(st.sampled_from(EVENT_PARTS), min_size=1, max_size=3), max_size=12),
     redact=st.booleans(),

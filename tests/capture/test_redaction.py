@@ -17,6 +17,7 @@ from analyzer.capture.redaction import (
     Redactor,
 )
 from analyzer.record_models import RedactionPolicy
+from tests.support.examples import examples
 
 KEY = b"k" * 32
 R = Redactor(key=KEY)
@@ -406,7 +407,7 @@ def expected_after(doc: object) -> object:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(documents, dumps_options)
 def test_property_top_level_json(doc: object, options: dict[str, object]) -> None:
     text = json.dumps(doc, **options)  # type: ignore[arg-type]
@@ -414,7 +415,7 @@ def test_property_top_level_json(doc: object, options: dict[str, object]) -> Non
     assert json.loads(out) == expected_after(doc)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(documents, dumps_options)
 def test_property_json_in_a_string_in_sse(doc: object, options: dict[str, object]) -> None:
     inner = json.dumps(doc, **options)  # type: ignore[arg-type]
@@ -441,7 +442,7 @@ PIECES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=5))
 def test_may_redact_on_a_join_answers_for_every_part(parts: list[str]) -> None:
     if not R.may_redact("".join(parts)):

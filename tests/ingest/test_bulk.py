@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 from analyzer.ingest import bulk, jsonl
 from analyzer.ingest.jsonl import read_capture
 from analyzer.normalize import normalize_records
+from tests.support.examples import examples
 from tests.support.records import Capture, req, res
 
 # Sort keys that make each table's rows comparable whatever order a lane wrote them in.
@@ -145,7 +146,7 @@ def _written(capture: Capture, path: Path) -> Path:
     return path
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     capture=_capture(),
     block=st.sampled_from([1 << 8, 1 << 10, 1 << 20]),

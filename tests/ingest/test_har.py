@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.har import read_har
+from tests.support.examples import examples
 from tests.support.progress import assert_half_then_whole, read_with_progress
 
 
@@ -259,7 +260,9 @@ def _mutated_entry(entry: dict[str, Any], data: st.DataObject) -> dict[str, Any]
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_fuzz_har_reader_raises_nothing_undocumented(tmp_path: Path, data: st.DataObject) -> None:

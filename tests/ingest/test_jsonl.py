@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 from analyzer.ingest import bulk, jsonl, lines
 from analyzer.ingest.common import InputReport, UnreadableInput, UnsupportedSchema
 from analyzer.ingest.jsonl import read_capture
+from tests.support.examples import examples
 from tests.support.records import Capture, event, req, res, sse
 
 
@@ -347,7 +348,7 @@ def _chunk_lines(draw: st.DrawFn) -> bytes:
     return line
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(_chunk_lines())
 def test_bulk_lane_takes_a_line_only_as_the_full_path_reads_it(line: bytes) -> None:
     chunks, _ = bulk.read_chunks([line])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from analyzer.ingest.common import UnreadableInput
 from analyzer.ingest.mitm import read_mitm
+from tests.support.examples import examples
 from tests.support.memory import traced_peak
 from tests.support.progress import assert_half_then_whole, read_with_progress
 
@@ -326,7 +327,9 @@ _TNETSTRINGISH = st.one_of(
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_fuzz_mitm_reader_raises_nothing_undocumented(tmp_path: Path, data: st.DataObject) -> None:

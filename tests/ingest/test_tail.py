@@ -433,6 +433,7 @@ def _same_as_full_read_while_recording(tail: CaptureTail, out: Path) -> None:
     raise AssertionError("the capture kept growing: no quiet moment to compare")
 
 
+@pytest.mark.proxy
 @pytest.mark.timeout(90)
 def test_a_running_proxy_is_followed_while_it_records(tmp_path: Path) -> None:
     """The real `seamwatch proxy` records a paced event stream and a second request; the tail

@@ -16,6 +16,7 @@ from analyzer import jsonrpc
 from analyzer.canonical import canonical_hash, canonical_json
 from analyzer.normalize import describe as N
 from analyzer.normalize import fast_canonical_hash, normalize_records
+from tests.support.examples import examples
 from tests.support.records import Capture, event, req, res, sse
 
 
@@ -96,7 +97,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_json)
 def test_fast_canonical_hash_equals_canonical_hash(value: object) -> None:
     assert fast_canonical_hash(value) == canonical_hash(value)
@@ -145,7 +146,7 @@ _rpc_payloads = st.one_of(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     _rpc_payloads,
     st.booleans(),
@@ -232,7 +233,7 @@ _members = {
 _messages = st.fixed_dictionaries({}, optional=_members)  # type: ignore[arg-type]
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(_messages, st.booleans(), st.sampled_from([(",", ":"), (", ", ": ")]))
 def test_plain_description_equals_the_reference_path(
     value: dict[str, Any], sort_keys: bool, separators: tuple[str, str]

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# Whether the running test is marked `proxy` (or `lab`): set for each test by tests/conftest.py.
+# Starting the proxy from an unmarked test is an error, so `scripts/test --fast`, which leaves
+# the tier out, never leaves out a proxy test silently nor runs one it meant to leave out.
+tier_marked = False
 
 
 def free_port() -> int:
@@ -108,6 +112,8 @@ def _running(
     stderr: IO[bytes] | None = None,
 ) -> Iterator[Proxy]:
     """A proxy command started, listening on `port` with its capture open; stopped at exit."""
+    if not tier_marked:
+        raise AssertionError("a test that starts the real proxy must be marked `proxy`")
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.timeline.order import latest_before
+from tests.support.examples import examples
 
 _ROWS = {"row": pl.Int64, "k": pl.String, "ts": pl.Int64, "seq": pl.Int64, "mine": pl.String}
 _CANDS = {
@@ -124,7 +125,7 @@ _key = st.sampled_from([None, "a", "b"])
 _value = st.sampled_from([None, "s1", "s2"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     rows=st.lists(st.tuples(_key, _small, _small, _value), max_size=8),
     cands=st.lists(
