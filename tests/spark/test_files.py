@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from analyzer.analysis import read_timeline
+from analyzer.cli import main as seamwatch
 from analyzer.spark import spark_findings
 from analyzer.spark.files import plan_folder
 from analyzer.spark.tasks import Options
@@ -46,3 +47,16 @@ def test_synthetic_rotated_capture(spark: Any, tmp_path: Path, options: tuple[st
         check=True, capture_output=True,
     )  # fmt: skip
     assert_split_like_default(out)
+
+
+def test_a_folder_without_records_is_one_line_and_exit_2(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    for index in range(2):
+        (folder / f"capture-{index:04d}.jsonl").write_bytes(b"not a record\n")
+    argv = ["analyze", str(folder), "--engine", "spark", "--no-cache"]
+    assert seamwatch([*argv, "--out", str(tmp_path / "r.json")]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [f"seamwatch: no capture records in {folder}"]
