@@ -10,8 +10,9 @@ own, on the same inputs:
 - polars-parse: the default engine with the Parquet cache removed first (the first parse);
 - polars:       the default engine again (its cache and stored timeline frames read);
 - spark-parse:  `--engine spark --master M` with every cache removed first: the ingest stage
-                parses each input (a task an input) and writes the Spark cache, bucketed by
-                session-key hash; the second stage reads it a bucket a task;
+                parses each input (a capture folder a task a file, `analyzer/spark/files.py`)
+                and writes the Spark cache, bucketed by session-key hash; the second stage
+                reads it a bucket a task;
 - spark:        the same again: the Spark cache read, no parse (the timeline is built anew per
                 bucket).
 

@@ -33,6 +33,7 @@ __all__ = [
     "EMPTY_CHUNKS",
     "EMPTY_EVENTS",
     "PLAIN_CHUNK",
+    "flow_ids",
     "owner",
     "plain_events",
     "read_chunks",
@@ -107,12 +108,22 @@ def owner(line: bytes, parts: int) -> int:
     return int(pl.select(_owner(pl.lit(_text([line])).str.extract(_FLOW_VALUE), parts)).item())
 
 
+def flow_ids(lines: Sequence[bytes]) -> pl.Series:
+    """Each line's flow id as `owner` reads it (null for a line without one)."""
+    return _text(lines).str.extract(_FLOW_VALUE).rename("flow")
+
+
 def sieve(
-    lines: Sequence[bytes], parts: int, part: int, skip_first: bool
+    lines: Sequence[bytes],
+    parts: int,
+    part: int,
+    skip_first: bool,
+    skip: frozenset[str] = frozenset(),
 ) -> tuple[list[int], list[int]]:
     """The indexes of the lines worker `part` owns: those the bulk lane may take (a cheap first
     look, `read_chunks` checks the rest; never the first line when `skip_first`: it may hold a
-    byte order mark), and the others."""
+    byte order mark), and the others. The lines of the flows in `skip` are no one's (another
+    reader takes them: `analyzer.ingest.jsonl.read_flow_lines`)."""
     raw = pl.col("raw")
     index = pl.int_range(pl.len(), dtype=pl.Int64)
     chunk = raw.bin.starts_with(b'{"') & raw.bin.contains(b'"kind":"chunk"')
@@ -120,10 +131,13 @@ def sieve(
         chunk = chunk & (index > 0)
     columns = [pl.Series("raw", lines, dtype=pl.Binary)]
     mine = pl.lit(True)
-    if parts > 1:
+    if parts > 1 or skip:
         # The flow id as a column of its own: searched once a line, not once an expression.
-        columns.append(_text(lines).str.extract(_FLOW_VALUE).rename("flow"))
+        columns.append(flow_ids(lines))
+    if parts > 1:
         mine = _owner(pl.col("flow"), parts) == part
+    if skip:
+        mine = mine & ~pl.col("flow").is_in(list(skip)).fill_null(False)
     marked = pl.DataFrame(columns).select(
         index.alias("index"), chunk.alias("chunk"), mine.alias("mine")
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -61,9 +61,12 @@ from analyzer.normalize import DEFAULT_BATCH_EVENTS, BulkDescription, Normalizer
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
+    "ReadPart",
     "capture_files",
+    "capture_report",
     "is_capture_file",
     "read_capture",
+    "read_capture_file",
     "record_problem",
 ]
 
@@ -82,14 +85,19 @@ class _Task:
     replica_header: str | None
     client_header: str | None
     batch_events: int
+    skip: frozenset[str] = frozenset()  # flows another reader takes (`read_flow_lines`)
+    base: int = 0  # position of the first file's first line in its run
 
 
 @dataclass
-class _Result:
+class ReadPart:
+    """What one reader of some of a capture's lines found: the counts, the records taken, the
+    capture health of each run (`RunState`, merged by `capture_report`)."""
+
     counts: Counter[str]
     records: int
     runs: dict[str, RunState]
-    bytes_read: int
+    bytes_read: int = 0
 
 
 # Where a worker reports how many bytes it has handled: a shared array (one cell a worker) in a
@@ -110,13 +118,13 @@ def _report_progress(part: int, done: int) -> None:
         _progress_callback(done)
 
 
-def _scan(task: _Task) -> _Result:
+def _scan(task: _Task) -> ReadPart:
     """One worker: read every line of every file, handle the lines this worker owns."""
     with paused_gc():
         return _scan_files(task)
 
 
-def _scan_files(task: _Task) -> _Result:
+def _scan_files(task: _Task) -> ReadPart:
     normalizer = Normalizer(
         replica_header=task.replica_header,
         client_header=task.client_header,
@@ -125,7 +133,7 @@ def _scan_files(task: _Task) -> _Result:
     writer = PartWriter(Path(task.out_dir), f"{task.prefix}{task.part}")
     counts: Counter[str] = Counter()
     runs: dict[str, RunState] = {}
-    positions: dict[str, int] = {}
+    positions: dict[str, int] = {task.files[0].run: task.base} if task.files else {}
     seen_other: set[tuple[str, int]] = set()  # (run, seq) of records without a flow
     parts = task.parts
     part = task.part
@@ -158,7 +166,7 @@ def _scan_files(task: _Task) -> _Result:
                 block_lane = _Block(normalizer, run, file, counts, seen_other, pos, first_line)
                 pos += len(lines)
                 first_line = False
-                block_lane.read(lines, parts, part)
+                block_lane.read(lines, parts, part, task.skip)
                 if normalizer.pending_events() >= batch:
                     writer.write(normalizer.drain())
                 _report_progress(part, bytes_read - len(carry))
@@ -166,7 +174,9 @@ def _scan_files(task: _Task) -> _Result:
                 # The file does not end with a line end: the writer stopped mid-line.
                 position = pos
                 pos += 1
-                if parts == 1 or bulk.owner(carry, parts) == part:
+                if (parts == 1 or bulk.owner(carry, parts) == part) and not (
+                    task.skip and bulk.flow_ids([carry])[0] in task.skip
+                ):
                     if first_line and carry.startswith(BOM):
                         counts["bom"] += 1
                         carry = carry[3:]
@@ -176,7 +186,7 @@ def _scan_files(task: _Task) -> _Result:
         positions[file.run] = pos
     writer.write(normalizer.finish())
     counts.update(normalizer.counts)
-    return _Result(counts, normalizer.records, runs, bytes_read)
+    return ReadPart(counts, normalizer.records, runs, bytes_read)
 
 
 class _Block:
@@ -212,8 +222,8 @@ class _Block:
         self.taken: list[tuple[str, int, int, str]] = []
         self.chunks = bulk.EMPTY_CHUNKS
 
-    def read(self, lines: list[bytes], parts: int, part: int) -> None:
-        sieved, slow = bulk.sieve(lines, parts, part, self.first_line)
+    def read(self, lines: list[bytes], parts: int, part: int, skip: frozenset[str]) -> None:
+        sieved, slow = bulk.sieve(lines, parts, part, self.first_line, skip)
         queue: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in slow]
         events = bulk.EMPTY_EVENTS
         if sieved:
@@ -334,7 +344,7 @@ class _Block:
 
 def _run(
     tasks: list[_Task], out_dir: Path, progress: Callable[[int], None] | None
-) -> list[_Result]:
+) -> list[ReadPart]:
     """Run the workers: in this process for one, else in a pool (falling back to one).
 
     `progress` gets the bytes handled so far (every worker reads every byte: their mean).
@@ -414,6 +424,19 @@ def read_capture(
         raise UnreadableInput(os_reason(path, e)) from e
     if progress is not None:
         progress(total, total)
+    return capture_report(path, files, counts, results, cuts)
+
+
+def capture_report(
+    path: Path,
+    files: Sequence[CaptureFile],
+    counts: Counter[str],
+    results: Iterable[ReadPart],
+    cuts: Mapping[str, int],
+) -> InputReport:
+    """The report of a capture read in parts (workers, files): `counts` holds what `plan`
+    counted, `cuts` its retention cuts; each run's health is judged over all its parts."""
+    counts = Counter(counts)
     records = 0
     by_run: dict[str, list[RunState]] = {}
     for result in results:
@@ -440,3 +463,25 @@ def read_capture(
         warnings=describe_counts(clean),
         files=tuple(f.path for f in files),
     )
+
+
+# -- a capture read a file at a time (the Spark engine's ingest tasks) ----------------------
+
+
+def read_capture_file(
+    file: CaptureFile,
+    out_dir: Path,
+    *,
+    base: int = 0,
+    skip: frozenset[str] = frozenset(),
+    replica_header: str | None = None,
+    client_header: str | None = None,
+    batch_events: int = DEFAULT_BATCH_EVENTS,
+) -> ReadPart:
+    """One file of a capture (`plan` order; `base`: the position of its first line in its
+    run), but for the lines of the flows in `skip`: those that continue in another file, which
+    `analyzer.ingest.flowlines` reads whole. Its tables are written to `out_dir` as
+    `read_capture` writes them; `capture_report` merges the parts."""
+    task = _Task((file,), 0, 1, str(out_dir), "c", replica_header, client_header,
+                 batch_events, skip, base)  # fmt: skip
+    return _scan(task)

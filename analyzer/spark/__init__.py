@@ -14,10 +14,11 @@ from pathlib import Path
 
 import polars as pl
 
+from analyzer import SeamwatchError
 from analyzer import schema as S
 from analyzer.detectors import ANALYSIS_ERROR, DetectorConfig, run_detectors, select_detectors
 from analyzer.findings import Severity, finish_findings
-from analyzer.ingest import InputReport
+from analyzer.ingest import IngestError, InputReport
 from analyzer.normalize import NormalizedFrames
 from analyzer.report import InputSummary, Report
 from analyzer.spark.cache import SparkCache, default_location, entry_key
@@ -26,7 +27,17 @@ from analyzer.spark.inputs import Input, list_inputs
 from analyzer.spark.tasks import Options
 from analyzer.timeline import RawTables, build_timeline
 
-__all__ = ["DEFAULT_MASTER", "SparkUnavailable", "analyze_spark", "spark_findings"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "SparkUnavailable",
+    "UnreadableSparkInput",
+    "analyze_spark",
+    "spark_findings",
+]
+
+
+class UnreadableSparkInput(SeamwatchError):
+    """An input the Spark engine cannot analyze at all (an `IngestError` of its reading)."""
 
 
 def spark_findings(
@@ -118,18 +129,22 @@ def analyze_spark(
     config: DetectorConfig | None,
     fail_on: Severity | None,
 ) -> Report:
-    """The `analyze` report of the Spark engine."""
-    result = spark_findings(
-        paths,
-        master=master,
-        replica_header=replica_header,
-        client_header=client_header,
-        cache=cache,
-        cache_dir=cache_dir,
-        only=only,
-        disable=disable,
-        config=config,
-    )
+    """The `analyze` report of the Spark engine (an input that cannot be analyzed at all is an
+    `UnreadableSparkInput`: the CLI says it in one line, as the default engine's)."""
+    try:
+        result = spark_findings(
+            paths,
+            master=master,
+            replica_header=replica_header,
+            client_header=client_header,
+            cache=cache,
+            cache_dir=cache_dir,
+            only=only,
+            disable=disable,
+            config=config,
+        )
+    except IngestError as e:
+        raise UnreadableSparkInput(str(e)) from e
     return Report(
         findings=result.findings,
         detectors=select_detectors(only=only, disable=disable),

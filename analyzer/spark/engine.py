@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
@@ -36,6 +36,7 @@ from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
 from analyzer.spark.cache import SparkCache
 from analyzer.spark.components import components
+from analyzer.spark.files import Folder, folder_reports, plan_folder, read_folders
 from analyzer.spark.inputs import Input, read_uri_inputs
 from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, window_of
 
@@ -135,11 +136,27 @@ def run(
         records = entry.records(spark)
         ingested = None
     else:
-        ingested = _ingest(spark, inputs, skipped, options).persist()
+        folders = {
+            i: folder
+            for i, one in enumerate(inputs)
+            if i not in skipped and not one.uri
+            for folder in [plan_folder(i, one.name, options)]
+            if folder is not None
+        }
+        ingested, held = _ingest(spark, inputs, skipped, options, folders)
+        ingested = ingested.persist()
         reports = dict(skipped)
-        for row in ingested.filter(F.col("table") == "report").select("input", "blob").collect():
-            reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
-        records = ingested.filter(F.col("table") != "report")
+        parts = []
+        said = F.col("table").isin("report", "part")
+        for row in ingested.filter(said).select("input", "table", "blob").collect():
+            if row["table"] == "part":
+                parts.append((int(row["input"]), bytes(row["blob"])))
+            else:
+                reports[int(row["input"])] = tasks.report_of(bytes(row["blob"]))
+        reports.update(folder_reports(parts, folders))
+        for frame in held:
+            frame.unpersist()
+        records = ingested.filter(~said)
         if entry is not None:
             read = {i: r for i, r in reports.items() if i not in skipped}
             entry.write(spark, records, read)
@@ -214,14 +231,25 @@ def _ingest(
     inputs: Sequence[Input],
     skipped: dict[int, InputReport],
     options: tasks.Options,
-) -> DataFrame:
-    """Stage 1: the `RECORDS` rows of the inputs not `skipped`, one task an input: a local
-    path read where it is, a URI's files read by Spark and sent to its task
-    (`analyzer.spark.inputs`)."""
-    todo = [(i, one.name) for i, one in enumerate(inputs) if i not in skipped and not one.uri]
+    folders: Mapping[int, Folder],
+) -> tuple[DataFrame, list[DataFrame]]:
+    """Stage 1: the `RECORDS` rows of the inputs not `skipped`: a capture folder of `folders`
+    a task a file (`analyzer.spark.files`), any other input one task: a local path read where
+    it is, a URI's files read by Spark and sent to its task (`analyzer.spark.inputs`). Also
+    the frames to unpersist once those rows are computed."""
+    todo = [
+        (i, one.name)
+        for i, one in enumerate(inputs)
+        if i not in skipped and not one.uri and i not in folders
+    ]
     remote = {i: one for i, one in enumerate(inputs) if i not in skipped and one.uri}
     parts = []
-    if todo or not remote:
+    held = []
+    if folders:
+        by_file, read = read_folders(spark, folders, options)
+        parts.append(by_file)
+        held.append(read)
+    if todo or not (remote or folders):
         listed = spark.createDataFrame(todo, "input int, path string").repartition(
             max(1, len(todo)), "input"
         )
@@ -232,7 +260,10 @@ def _ingest(
         parts.append(listed.mapInArrow(ingest, tasks.RECORDS_DDL))
     if remote:
         parts.append(read_uri_inputs(spark, remote, options))
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    rows = parts[0]
+    for more in parts[1:]:
+        rows = rows.unionByName(more)
+    return rows, held
 
 
 def _sessions(

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from analyzer import schema as S
 from analyzer.detectors import run_detectors, select_detectors
-from analyzer.ingest import InputReport, read_inputs
+from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.scratch import scratch_prefix
 from analyzer.spark.links import link_rows
 from analyzer.timeline import RawTables, Timeline, build_timeline
@@ -40,6 +40,7 @@ __all__ = [
     "ingest_inputs",
     "ingest_one",
     "pack",
+    "table_records",
     "unpack",
 ]
 
@@ -152,6 +153,17 @@ def ingest_one(
         cache=options.cache,
         workers=1,  # one task a core: Spark runs the inputs side by side
     )
+    yield from table_records(ingested, index)
+    report = ingested.inputs[0] if rename is None else rename(ingested.inputs[0])
+    blob = json.dumps(asdict(report)).encode()
+    yield pa.RecordBatch.from_pylist(
+        [{"group": "", "input": index, "table": "report", "blob": blob}], schema=RECORDS
+    )
+
+
+def table_records(ingested: Ingested, index: int) -> Iterator[pa.RecordBatch]:
+    """The normalized tables `ingested` holds as `RECORDS` blobs of input `index`, one per flow
+    group and table (a payload goes to every group whose rows name it)."""
     flows = ingested.scan("flows").with_columns(pl.lit(index, pl.Int32).alias("input"))
     groups = flows.pipe(flow_groups).collect()
     hashes: list[pl.DataFrame] = []
@@ -168,11 +180,6 @@ def ingest_one(
             frame = scan.join(groups.lazy(), on="flow_id", how="inner").collect()
             hashes.extend(_named_payloads(table, frame))
         yield _records(frame, index, table)
-    report = ingested.inputs[0] if rename is None else rename(ingested.inputs[0])
-    blob = json.dumps(asdict(report)).encode()
-    yield pa.RecordBatch.from_pylist(
-        [{"group": "", "input": index, "table": "report", "blob": blob}], schema=RECORDS
-    )
 
 
 def _named_payloads(table: str, frame: pl.DataFrame) -> list[pl.DataFrame]:

@@ -16,14 +16,13 @@ from typing import Any
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 from analyzer.analysis import read_timeline
 from analyzer.cli import main as seamwatch
-from analyzer.detectors import run_detectors
 from analyzer.spark import spark_findings
 from lab.framework import run_scenario
 from lab.scenarios import SCENARIOS
+from tests.support.engines import assert_same_results
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas"
@@ -41,17 +40,7 @@ SYNTH_OPTIONS = {
 def assert_same_analysis(paths: list[Path]) -> pl.DataFrame:
     """Both engines on `paths` (the cache filled by the first): equal findings, counts, inputs."""
     timeline = read_timeline(paths)
-    expected = run_detectors(timeline)
-    result = spark_findings(paths)
-    assert_frame_equal(result.findings, expected)
-    heights = {
-        name: getattr(timeline, name).select(pl.len()).collect().item()
-        for name in ("sessions", "streams", "resumptions", "tool_calls")
-    }
-    assert result.counts == heights
-    # What the report shows of each input (`cached` says which engine parsed first).
-    assert [r.as_json() for r in result.inputs] == [r.as_json() for r in timeline.inputs]
-    return expected
+    return assert_same_results(spark_findings(paths), timeline)
 
 
 @pytest.mark.parametrize("options", SYNTH_OPTIONS.values(), ids=SYNTH_OPTIONS.keys())
