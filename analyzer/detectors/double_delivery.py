@@ -19,6 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline.replays import key_hash, recurring_hashes
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -37,8 +38,13 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         & pl.col("event_id").is_not_null()
         & pl.col("payload_hash").is_not_null()
     )
+    # Twice-carried keys are rare: find them by their hashes first, then group only their rows.
+    key = ("session_id", "stream_id", "flow_id", "event_id", "payload_hash")
+    again = recurring_hashes(delivered, *key).collect(engine="streaming").lazy()
     twice = (
-        delivered.group_by("session_id", "stream_id", "flow_id", "event_id", "payload_hash")
+        delivered.with_columns(key_hash(*key))
+        .join(again, on="_key", how="semi")
+        .group_by(*key)
         .agg(
             pl.len().alias("_times"),
             pl.col("incarnation").first(),
