@@ -5,7 +5,7 @@ import zlib
 
 import brotli
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from mitmproxy.net import encoding
 
@@ -62,6 +62,8 @@ def test_framer_releases_an_oversized_event_at_the_cap() -> None:
     assert framer.pending == 0
 
 
+# No deadline: a loaded machine may take over 200 ms an example; the bytes are what is checked.
+@settings(deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=8))
 def test_any_chunking_records_the_same_bytes_and_ends_on_boundaries(cuts: list[int]) -> None:
     framer = EventFramer()
