@@ -1,6 +1,6 @@
 """Benchmark: what describing the bulk lane's SSE payloads costs, today and as Polars expressions.
 
-    .venv/bin/python bench/describe_bench.py CAPTURE_FILE [--repeat 3]
+    .venv/bin/python bench/describe_bench.py CAPTURE_FILE [--repeat 3] [--parse]
 
 The bulk lane (`analyzer.ingest.bulk`) cuts a capture file's plain chunk records into events in
 bulk, then describes every event's data in Python (`Normalizer.describe_data`, one call an
@@ -16,6 +16,11 @@ event). This script takes one file's event data the way the lane does and times,
 - `polars+canonical`: the same plus a canonical hash of every screened payload (orjson with
   sorted keys, SHA-256), the cost when `payload_hash` stays canonical for every payload.
 
+With `--parse`, the same comparison inside a whole parse of the file in one worker (as
+`bench/parse_bench.py` runs it), `describe_data` being in turn: `today`; the `polars` sketch
+(its payloads as message rows, the ones it refuses described the general way); and `free`, a
+description that costs nothing and gives no message row (a bound no faster description beats).
+
 The sketch decides no edge case exactly (it is not the lane, only its cost). Figures are process
 CPU seconds (and wall), medians of the runs taken in turn.
 """
@@ -24,15 +29,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import orjson
 import polars as pl
 
-from analyzer.ingest import bulk
-from analyzer.normalize import Normalizer
+from analyzer.ingest import bulk, jsonl, lines
+from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
+from analyzer.normalize.describe import describe_general
+from analyzer.normalize.flow import BULK_MESSAGE_SCHEMA, CARRIED, BulkDescription, general_frames
 
 # Keys the description reads (or whose presence sends a payload the general way): each must
 # occur at most once as a key, so that no duplicate makes orjson (last wins) and the sketch differ.
@@ -101,6 +110,120 @@ def today(data: pl.Series) -> object:
     return Normalizer().describe_data(data.to_list())
 
 
+def _sketch_description(normalizer: Normalizer, datas: Sequence[str]) -> BulkDescription:
+    """`describe_data` by the sketch: its payloads as message rows (raw hash as payload hash),
+    the ones it refuses the general way."""
+    plain = screened(pl.Series("data", datas, pl.String))
+    method = pl.col("method")
+    kind = (
+        pl.when(method.is_not_null())
+        .then(
+            pl.when(pl.col("id").is_not_null())
+            .then(pl.lit("request"))
+            .otherwise(pl.lit("notification"))
+        )
+        .otherwise(pl.lit("response"))
+    )
+    result = pl.col("result")
+    rows = plain.select(
+        pl.col("event").cast(pl.Int64),
+        pl.lit(None, pl.Int32).alias("member"),
+        kind.cast(BULK_MESSAGE_SCHEMA["kind"]).alias("kind"),
+        pl.when(pl.col("string_id"))
+        .then(pl.lit('"') + pl.col("id") + pl.lit('"'))
+        .otherwise(pl.col("id"))
+        .alias("rpc_id"),
+        "method",
+        pl.lit(None, pl.String).alias("reason"),
+        pl.col("data_hash").alias("payload_hash"),
+        "data_hash",
+        *(
+            pl.lit(None, BULK_MESSAGE_SCHEMA[n]).alias(n)
+            for n in ("tool_name", "arguments_hash", "mrtr_params")
+        ),
+        pl.when(result.is_not_null()).then(pl.lit(False)).alias("input_required"),
+        (result.struct.field("isError") == "true").alias("is_error"),
+        pl.lit(None, pl.Int64).alias("error_code"),
+        result.struct.field("protocolVersion").alias("protocol_version"),
+        pl.lit(None, pl.String).alias("client_info"),
+        pl.lit(None, pl.String).alias("cancel_id"),
+        pl.col("params").struct.field("progressToken").alias("progress_token"),
+        pl.col("params").struct.field("progress").cast(pl.Float64, strict=False).alias("progress"),
+        pl.col("data_bytes").cast(pl.Int64),
+    )
+    taken = set(rows["event"].to_list())
+    other_at = [i for i, data in enumerate(datas) if data and i not in taken]
+    general = general_frames(
+        other_at, [describe_general(datas[i].encode(), datas[i]) for i in other_at]
+    )
+    carried = pl.concat(
+        [
+            rows.select(
+                "event", "data_hash", "data_bytes", "payload_hash",
+                pl.col("protocol_version").alias("result_version"),
+            ),
+            general.carried,
+        ]
+    ).sort("event")  # fmt: skip
+    messages = pl.concat([rows.select(BULK_MESSAGE_SCHEMA.names()), general.messages]).sort(
+        "event", maintain_order=True
+    )
+    return BulkDescription(carried, messages, general.tools)
+
+
+def _free_description(normalizer: Normalizer, datas: Sequence[str]) -> BulkDescription:
+    """`describe_data` at no cost: every payload carried, no message row."""
+    at = [i for i, data in enumerate(datas) if data]
+    carried = pl.DataFrame(
+        {
+            "event": at,
+            "data_hash": ["0" * 16] * len(at),
+            "data_bytes": [0] * len(at),
+            "payload_hash": ["0" * 16] * len(at),
+            "result_version": [None] * len(at),
+        },
+        schema=CARRIED,
+    )
+    general = general_frames([], [])
+    return BulkDescription(carried, general.messages, general.tools)
+
+
+def _parse(path: Path) -> None:
+    """One worker's whole parse of the file (no pool, no cache), as `bench/parse_bench.py`."""
+    with tempfile.TemporaryDirectory() as out_dir:
+        files = lines.plan(lines.capture_files(path), Counter())
+        task = jsonl._Task(
+            files=tuple(files), part=0, parts=1, out_dir=out_dir, prefix="b",
+            replica_header=None, client_header=None, batch_events=DEFAULT_BATCH_EVENTS,
+        )  # fmt: skip
+        jsonl._scan(task)
+
+
+def _parse_phases(path: Path, repeat: int) -> None:
+    variants: dict[str, Callable[[Normalizer, Sequence[str]], BulkDescription]] = {
+        "today": Normalizer.describe_data,
+        "polars": _sketch_description,
+        "free": _free_description,
+    }
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    try:
+        for _ in range(max(1, repeat)):
+            for name, describe in variants.items():  # in turn
+                Normalizer.describe_data = describe  # type: ignore[method-assign,assignment]
+                wall, cpu = time.perf_counter(), time.process_time()
+                _parse(path)
+                runs[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+    finally:
+        Normalizer.describe_data = variants["today"]  # type: ignore[method-assign,assignment]
+    for name, timed in runs.items():
+        timed.sort()
+        cpu, wall = timed[len(timed) // 2]
+        print(
+            f"parse, describe_data {name:>6}: cpu {cpu:.2f} s  wall {wall:.2f} s  "
+            f"(cpu {timed[0][0]:.2f}-{timed[-1][0]:.2f} s over {len(timed)} runs)"
+        )
+
+
 def _timed(run: Callable[[pl.Series], object], data: pl.Series) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     run(data)
@@ -111,7 +234,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", type=Path, help="one capture file")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--parse", action="store_true", help="time whole parses instead")
     args = parser.parse_args()
+    if args.parse:
+        _parse_phases(args.capture, args.repeat)
+        return
     data = event_data(args.capture)
     payloads = int((data != "").sum())
     phases: dict[str, Callable[[pl.Series], object]] = {
