@@ -266,8 +266,8 @@ class SeamwatchCapture:
                 None if raw is None else decode_body(raw, ce, cap=DEFAULT_BODY_CAP, broken=broken)
             )
         # The record keeps at most the cap (the rest counts in truncated_bytes): only that
-        # crosses the pipe to the capture worker (a 20 MB body cost the proxy ~+50% memory
-        # whole). The raw bytes past `_BODY_KEEP` count too.
+        # crosses the pipe to the capture worker (a large body sent whole grows the proxy's
+        # memory by a good part of its size). The raw bytes past `_BODY_KEEP` count too.
         decoded = decode_body(bytes(kept.raw), ce, cap=DEFAULT_BODY_CAP, broken=broken)
         return decoded._replace(dropped=kept.dropped + decoded.dropped)
 

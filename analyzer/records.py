@@ -5,7 +5,7 @@ wire and nothing it had to guess; everything else (SSE events, JSON-RPC messages
 derived later by the analyzer. The recorder builds plain dicts on the hot path, and the readers
 read plain dicts: the pydantic models of every record kind, the reference for both and for the
 tests, are in `analyzer.record_models` (kept apart: the analyzer does not pay for importing
-pydantic and building the models, ~0.15 s, on every run).
+pydantic and building the models on every run).
 """
 
 from __future__ import annotations

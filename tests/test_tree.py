@@ -1,6 +1,7 @@
 """The tree's shape: every test file mirrors a source file (STYLE.md 10, as mitmproxy's
 test/filename_matching.py holds it), save the few that test a whole rather than one module; no
-import cycle, timeline apart from ingest and the cache, no private import across modules, short
+import cycle, timeline apart from ingest and the cache, detection apart from the detectors, the
+dashboard's queries and the analyzer without streamlit, no private import across modules, short
 modules."""
 
 from __future__ import annotations
@@ -191,6 +192,48 @@ def test_ingest_never_imports_the_timeline() -> None:
         if d.startswith("analyzer.timeline")
     }
     assert importers == set()
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """`start` and every project module it imports, directly or not."""
+    seen, todo = set(), [start]
+    while todo:
+        if (module := todo.pop()) not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+    return seen
+
+
+def _outside_imports(path: Path) -> set[str]:
+    """The top-level names of every package a module imports (function-local ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def test_the_reach_of_a_module_follows_its_imports() -> None:
+    assert _reach({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a"}}, "a") == {"a", "b", "c"}
+
+
+def test_detection_reaches_no_detector() -> None:
+    # `Detector`, the config checks and the runner import without the registry (issue 31).
+    graph, _ = _imports(_modules())
+    reached = _reach(graph, "analyzer.detection")
+    assert sorted(m for m in reached if m.startswith("analyzer.detectors")) == []
+
+
+def test_the_dashboard_queries_and_the_analyzer_import_no_streamlit() -> None:
+    # The queries are the dashboard's streamlit-free half (`dashboards.data` the cached glue);
+    # the analyzer never needs the dashboard's framework (STYLE.md 1).
+    modules = _modules()
+    graph, _ = _imports(modules)
+    checked = _reach(graph, "dashboards.queries") | {m for m in modules if m.startswith("analyzer")}
+    assert sorted(m for m in checked if "streamlit" in _outside_imports(modules[m])) == []
+    assert "streamlit" in _outside_imports(modules["dashboards.data"])  # the check sees it
 
 
 def test_no_private_name_imported_across_modules() -> None:

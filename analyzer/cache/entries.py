@@ -228,8 +228,9 @@ def digests(directory: Path) -> dict[str, str]:
     A file hashed by an earlier call is not hashed again while its inode, size and mtime are
     those it had then (`verified.json` in the folder remembers them, as git's index does): any
     write to a file changes its mtime, so a part damaged in place is still found, for one hash
-    of each file instead of one per analysis (10M events: 1.3 GB, ~0.7 s of every analysis
-    from the cache). Only a file last written `_SETTLED_NS` before it was hashed is remembered.
+    of each file instead of one per analysis (on a large capture, hashing its parts would be a
+    large share of every analysis from the cache). Only a file last written `_SETTLED_NS` before
+    it was hashed is remembered.
     """
     parts = sorted(directory.glob("*.parquet"))
     stamps = {p.name: _stamp(p) for p in parts}  # before hashing: a later write changes them

@@ -23,7 +23,7 @@ disk costs dropped records (counted), never a stalled stream. Decisions, made he
 - A file is rotated before the record that would take it past `rotate_bytes`, unless it holds
   no record yet beside its `capture_open` (a single huge record gets a file to itself).
 - Serialization is `pydantic_core.to_json`, compact like `json.dumps(separators=(",", ":"),
-  ensure_ascii=False)` and four times faster; a record it refuses goes through `json.dumps`,
+  ensure_ascii=False)` and faster; a record it refuses goes through `json.dumps`,
   and text holding lone surrogates (which have no UTF-8 form) is repaired: surrogate pairs
   joined, lone ones replaced by U+FFFD, and the repair counted as an error. A caller that
   serializes records itself, as `to_json` would, hands them over a list at a time

@@ -19,7 +19,7 @@ from analyzer.detection import Detector
 from analyzer.findings import EVIDENCE_COLUMNS, FINDINGS_SCHEMA, Severity, validate_findings
 
 if TYPE_CHECKING:
-    from analyzer.ingest import InputReport
+    from analyzer.inputs import InputReport
 
 __all__ = [
     "FORMATS",

@@ -3,10 +3,9 @@
 The one spill policy, for a frame built now and for one read back from the cache alike: given a
 folder, a frame of `SPILL_ROWS` rows or more (but a `memory` one, `analyzer.timeline.frames`)
 waits there as a Parquet file and is scanned back: detectors read each such frame a few times,
-which costs less than holding every frame of a large capture in memory while they run (at 10M
-events the flow-level frames are a few hundred MB). Smaller frames, and every frame without a
-folder, stay in memory. The caller owns the folder: a plan read from the Timeline's frames
-needs it until that plan is collected for the last time.
+which costs less than holding every frame of a large capture in memory while they run.
+Smaller frames, and every frame without a folder, stay in memory. The caller owns the folder:
+a plan read from the Timeline's frames needs it until that plan is collected for the last time.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Found by sorting the two frames together and carrying the last candidate forward
 their sum. Joining every row to every candidate of its key and keeping the earlier ones costs
 their product, and keys recur: a stream resumed k times met its k incarnations k times over; a
 per-session counter id such as "17", issued in every session, met every resume whose cursor was
-"17" once per session (1M events with such ids: 3.7 GB for the cursors alone); a request id
-reused in a session key met every request with it (`analyzer.timeline.answers`).
+"17" once per session; a request id reused in a session key met every request with it
+(`analyzer.timeline.answers`).
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ import pytest
 from analyzer.analysis import read_timeline
 from analyzer.cli import main as seamwatch
 from analyzer.spark import spark_findings
-from lab.framework import run_scenario
 from lab.scenarios import SCENARIOS
 from tests.support.engines import assert_same_results
+from tests.support.lab_capture import LabRuns
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas"
@@ -61,19 +61,18 @@ CLEAN = ("clean-resume", "clean-stateless")
 
 
 @pytest.fixture(scope="module")
-def lab_captures(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The capture folders of lab scenarios run on 127.0.0.1: those above, or every scenario
-    of a `seamwatch lab run --all --out DIR` named by `SEAMWATCH_SPARK_LAB=DIR` (the whole lab
-    takes many minutes on a shared machine)."""
+def lab_captures(lab_runs: LabRuns) -> list[Path]:
+    """The capture folders of lab scenarios run on 127.0.0.1: those above, from the test
+    session's runs (a scenario another test ran is not run again), or every scenario of a
+    `seamwatch lab run --all --out DIR` named by `SEAMWATCH_SPARK_LAB=DIR` (the whole lab takes
+    many minutes on a shared machine)."""
     given = os.environ.get("SEAMWATCH_SPARK_LAB")
     if given:
         found = sorted(Path(given).glob("*/capture"))
         assert len(found) == len(SCENARIOS), f"{given} holds {len(found)} lab captures"
         return found
-    out = tmp_path_factory.mktemp("lab")
-    chosen = [s for s in SCENARIOS if s.name in CROSSING + CLEAN]
-    # A generous budget: a shared machine's load, not the scenario, decides how long it runs.
-    return [run_scenario(scenario, out, budget_s=120) / "capture" for scenario in chosen]
+    chosen = [s.name for s in SCENARIOS if s.name in CROSSING + CLEAN]
+    return [lab_runs.directory(name) / "capture" for name in chosen]
 
 
 def test_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:
