@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from analyzer import UserError
 from analyzer.inputs import InputReport
 from analyzer.normalize import NormalizedFrames, Normalizer
 
@@ -78,8 +79,9 @@ class HalfMeter:
             self._progress(min(done, self.total), self.total)
 
 
-class IngestError(Exception):
-    """Root of ingest errors: an input that cannot be analyzed at all (the CLI exits 2)."""
+class IngestError(UserError):
+    """Root of ingest errors: an input that cannot be analyzed at all (the CLI exits 2, in one
+    line, as for every `UserError`)."""
 
 
 def os_reason(path: Path, error: OSError) -> str:

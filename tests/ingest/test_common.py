@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.ingest.common import DAMAGE, InputReport, PartWriter, describe_counts, os_reason
+from analyzer import UserError
+from analyzer.ingest import input_kind
+from analyzer.ingest.common import (
+    DAMAGE,
+    IngestError,
+    InputReport,
+    PartWriter,
+    UnsupportedSchema,
+    describe_counts,
+    os_reason,
+)
 from analyzer.normalize import normalize_records
 from tests.support.records import Capture
 
@@ -56,3 +66,13 @@ def test_part_writer_writes_non_empty_tables_private(tmp_path: Path) -> None:
 )
 def test_os_reason_names_the_file_that_failed(error: OSError, said: str) -> None:
     assert os_reason(Path("/cap"), error) == said
+
+
+def test_an_input_that_cannot_be_read_is_a_user_error(tmp_path: Path) -> None:
+    """Every ingest error is one the user caused (an input of theirs): the CLI and the dashboard
+    say it in one line, never as an internal error (exit 3)."""
+    (tmp_path / "g").write_text("hello")
+    with pytest.raises(UserError) as e:
+        input_kind(tmp_path / "g")
+    assert isinstance(e.value, IngestError)
+    assert issubclass(UnsupportedSchema, UserError)
