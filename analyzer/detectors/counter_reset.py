@@ -25,12 +25,17 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline.counters import ran_back
-from analyzer.wording import OPENER
+from analyzer.wording import OPENER, or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _STREAM: Final = ("stream_id", "incarnation")
+_COLLIDES: Final = (
+    "Some of these ids were already issued in the session with another payload: one cursor now "
+    "names two messages, so a client that deduplicates by id drops one and a later resume skips "
+    "or repeats."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -50,40 +55,23 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
         .filter(pl.col("new").list.len() > 0)
     )
-    since = pl.when("below_cursor").then(pl.format("the resume's cursor {}", "cursor"))
-    detail = pl.format(
-        "On stream {} ({}), incarnation {} (flow {}, replica {}) issued {} at or below {} in "
-        "the same id counter: the server's counter restarted or ran backwards. {} What to "
-        "change:",
-        "stream_id",
-        pl.col("what").fill_null("standalone GET stream"),
-        "incarnation",
-        "flow_id",
-        pl.col("replica").fill_null("unknown"),
-        pl.col("back").list.join(", "),
-        since.otherwise(pl.lit("the ids it had already sent")),
-        pl.when("collides")
-        .then(
-            pl.lit(
-                "Some of these ids were already issued in the session with another payload: "
-                "one cursor now names two messages, so a client that deduplicates by id drops "
-                "one and a later resume skips or repeats."
-            )
-        )
-        .otherwise(pl.lit("")),
+    detail = text(
+        "On stream {stream_id} ({what}), incarnation {incarnation} (flow {flow_id}, replica "
+        "{replica}) issued {back} at or below {since} in the same id counter: the server's "
+        "counter restarted or ran backwards. {collides} What to change:",
+        what=pl.col("what").fill_null("standalone GET stream"),
+        replica=or_unknown("replica"),
+        back=pl.col("back").list.join(", "),
+        since=pl.when("below_cursor")
+        .then(text("the resume's cursor {cursor}"))
+        .otherwise(pl.lit("the ids it had already sent")),
+        collides=pick((pl.col("collides"), _COLLIDES), otherwise=""),
     )
-    streams = timeline.streams.select(
-        "stream_id",
-        "era",
-        "request_id",
-        OPENER.alias("what"),
-    )
+    streams = timeline.streams.select("stream_id", "era", "request_id", OPENER.alias("what"))
     return emit(
         flagged.join(streams, on="stream_id"),
-        severity=pl.when("collides")
-        .then(pl.lit(Severity.HIGH.value))
-        .otherwise(pl.lit(Severity.MEDIUM.value)),
-        title=pl.format("Event-id counter ran back on stream {}", "stream_id"),
+        severity=pick((pl.col("collides"), "high"), otherwise="medium"),
+        title=text("Event-id counter ran back on stream {stream_id}"),
         detail=detail,
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),
