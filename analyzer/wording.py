@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
+import string
 from typing import Final
 
 import polars as pl
 
 OPENER: Final = pl.format("{} request {}", "request_method", "request_id")
 """What opened a stream (`Timeline.streams`): `tools/call request 3`; null for a GET stream."""
+
+
+def text(template: str, /, **values: str | pl.Expr) -> pl.Expr:
+    """Finding text from `template`, a `pl.format` with named placeholders.
+
+    `{name}` is the keyword `name` when one is given (an expression, or a column name as a
+    str), else the column `name`; `{{` and `}}` are literal braces. As with `pl.format`, the
+    text is null where any value is null. A placeholder that is not a plain name, and a keyword
+    the template does not use, are a ValueError naming it.
+    """
+    literal, args, used = [], [], set()
+    for before, name, spec, conversion in string.Formatter().parse(template):
+        literal.append(before.replace("{", "{{").replace("}", "}}"))
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ValueError(f"placeholder {{{name}}} in finding text is not a plain name")
+        value = values.get(name, name)
+        args.append(pl.col(value) if isinstance(value, str) else value)
+        literal.append("{}")
+        used.add(name)
+    unused = sorted(set(values) - used)
+    if unused:
+        raise ValueError(f"finding text has no placeholder for {', '.join(unused)}")
+    return pl.format("".join(literal), *args)
+
+
+def or_unknown(name: str) -> pl.Expr:
+    """Column `name`, `unknown` where it is null (a replica the capture does not name)."""
+    return pl.col(name).fill_null("unknown")
 
 
 def json_number(name: str) -> pl.Expr:

@@ -81,6 +81,27 @@ LONG_MODULES: dict[str, str] = {}  # none left since #31
 # holding analysis that is not its rule; a shortened one leaves the list.
 DETECTOR_MAX_LINES = 150
 LONG_DETECTORS: dict[str, str] = {}  # none left since #31
+# STYLE.md item 8 asks 20 to 80 lines a detector. These are still longer (issue 31): their rule
+# takes more words (docstring, finding text) or is two rules. A new detector is not listed, and a
+# shortened one leaves the list.
+SHORT_DETECTOR_LINES = 80
+DETECTORS_OVER_80 = frozenset(
+    f"analyzer.detectors.{name}"
+    for name in (
+        "capture_health",
+        "causal_gap",
+        "counter_reset",
+        "cross_session_replay",
+        "cross_stream_replay",
+        "double_delivery",
+        "duplicate_event_id",
+        "duplicate_response",
+        "lost_response",
+        "phantom_resume",
+        "repeated_tool_call",
+        "stale_cursor",
+    )
+)
 PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}  # none left since #27
 
 
@@ -262,11 +283,22 @@ def test_no_detector_over_150_lines_but_the_listed() -> None:
     }
 
 
+def test_no_detector_over_80_lines_but_the_listed() -> None:
+    over = {
+        m
+        for m, path in _modules().items()
+        if m.startswith("analyzer.detectors.")
+        and len(path.read_text(encoding="utf-8").splitlines()) > SHORT_DETECTOR_LINES
+    }
+    assert sorted(over) == sorted(DETECTORS_OVER_80)
+
+
 def test_every_listed_exception_names_a_module() -> None:
     modules = _modules()
     listed = {
         *LONG_MODULES,
         *LONG_DETECTORS,
+        *DETECTORS_OVER_80,
         *(m for pair in PRIVATE_IMPORTS for m in pair),
     }
     assert sorted(listed - set(modules)) == []

@@ -22,6 +22,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import SEVERITY_DTYPE, Severity, emit, finding_rows
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -94,7 +95,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         )
         .pipe(
             emit,
-            title=pl.format("{} response(s) open at capture end", pl.col("flow_ids").list.len()),
+            title=text("{n} response(s) open at capture end", n=pl.col("flow_ids").list.len()),
             detail=pl.lit(
                 "These HTTP responses were still open when the capture stopped: their losses "
                 "and replays are not judged. Stop the proxy after the traffic under test ends."
@@ -125,9 +126,7 @@ def _too_deep(timeline: Timeline) -> pl.LazyFrame:
         .pipe(
             emit,
             severity=pl.lit(Severity.LOW.value, SEVERITY_DTYPE),
-            title=pl.format(
-                "{} message(s) nested too deeply to read", pl.col("flow_ids").list.len()
-            ),
+            title=text("{n} message(s) nested too deeply to read", n=pl.col("flow_ids").list.len()),
             detail=pl.lit(
                 "These JSON-RPC messages nest deeper than can be parsed or canonicalized: a "
                 "tools/call among them is missing from the tool calls, so a repeated call "

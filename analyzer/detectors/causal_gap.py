@@ -35,30 +35,32 @@ from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import losses
 from analyzer.timeline.keys import SESSIONLESS
-from analyzer.wording import json_number
+from analyzer.wording import json_number, or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_WHERE: Final = pl.format("cursor {} (resume flow {}, replica {})", "cursor", "r_flow", "r_replica")
+_WHERE: Final = text("cursor {cursor} (resume flow {r_flow}, replica {r_replica})")
 _CARRIED: Final = (
-    "After {} the stream had already carried {} message(s) ({}) that no incarnation delivered "
-    "again."
+    "After {where} the stream had already carried {n} message(s) ({lost}) that no incarnation "
+    "delivered again."
 )
 _JUMPED: Final = (
-    "The resume from {} restarted progress token {} at {} (event {}) while the client's last "
-    "progress was {}, in steps of {}{}: about {} message(s) in between were never sent (the "
-    "replay began after events its buffer no longer held)."
+    "The resume from {where} restarted progress token {token} at {p} (event {event_id}) while "
+    "the client's last progress was {p_last}, in steps of {d}{at_least}: about {missed} "
+    "message(s) in between were never sent (the replay began after events its buffer no longer "
+    "held)."
 )
 _SKIPPED: Final = (
-    "The resume from {} went on at event {} of the stream's own id counter, {} past the cursor: "
-    "no event of the capture carries the {} id(s) in between, so the replay began after "
-    "messages the client never got."
+    "The resume from {where} went on at event {a_event_id} of the stream's own id counter, "
+    "{past} past the cursor: no event of the capture carries the {between} id(s) in between, so "
+    "the replay began after messages the client never got."
 )
 _OWED: Final = (
-    "The response to request {} never arrived on any of the stream's {} incarnation(s) nor "
-    "anywhere else in the session; the last resume sent {}."
+    "The response to request {request_id} never arrived on any of the stream's {incarnations} "
+    "incarnation(s) nor anywhere else in the session; the last resume sent {where}."
 )
+_STILL_OPEN: Final = " The stream was still open at capture end: the replay may yet come."
 
 
 def _part(text: pl.Expr, ids: str | None, level: pl.Expr, last: str = "r_ts") -> list[pl.Expr]:
@@ -79,16 +81,16 @@ def _part(text: pl.Expr, ids: str | None, level: pl.Expr, last: str = "r_ts") ->
 def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
     """One finding per resumed stream that lost messages after a cursor."""
     resumes, counted, contiguous = losses.resumes(timeline)
-    carried = pl.format(_CARRIED, _WHERE, pl.col("lost").list.len(), pl.col("lost").list.join(", "))
-    jumped = pl.format(
-        _JUMPED, _WHERE, "token", json_number("p"), "event_id", json_number("p_last"),
-        json_number("d"),
-        pl.when(pl.col("even")).then(pl.lit("")).otherwise(pl.lit(" at least")),
-        ((pl.col("p") - pl.col("p_last")) / pl.col("d") - 1).round().cast(pl.Int64),
+    lost = pl.col("lost")
+    carried = text(_CARRIED, where=_WHERE, n=lost.list.len(), lost=lost.list.join(", "))
+    jumped = text(
+        _JUMPED, where=_WHERE, p=json_number("p"), p_last=json_number("p_last"),
+        d=json_number("d"), at_least=pick((pl.col("even"), ""), otherwise=" at least"),
+        missed=((pl.col("p") - pl.col("p_last")) / pl.col("d") - 1).round().cast(pl.Int64),
     )  # fmt: skip
     past = pl.col("a_n") - pl.col("c_n")
-    skipped = pl.format(_SKIPPED, _WHERE, "a_event_id", past, past - 1)
-    owed = pl.format(_OWED, "request_id", "incarnations", _WHERE)
+    skipped = text(_SKIPPED, where=_WHERE, past=past, between=past - 1)
+    owed = text(_OWED, where=_WHERE)
     # A jump measured against the increments themselves says high; one a step only bounds, medium.
     high, medium = pl.lit(losses.HIGH), pl.lit(losses.MEDIUM)
     even = pl.when(pl.col("even")).then(high).otherwise(medium)
@@ -103,32 +105,25 @@ def detect(timeline: Timeline, *, progress_jump: float = 1.5) -> pl.LazyFrame:
             .select(*_part(owed, None, high, last="end_ts")),
         )
     )  # fmt: skip
-    opened = (
-        pl.when(pl.col("request_id").is_not_null())
-        .then(pl.format("{} request {}", pl.col("request_method").fill_null("?"), "request_id"))
-        .otherwise(pl.lit("standalone GET stream"))
+    opened = pick(
+        (pl.col("request_id").is_null(), "standalone GET stream"),
+        otherwise=text(
+            "{method} request {request_id}", method=pl.col("request_method").fill_null("?")
+        ),
     )
     still_open = pl.col("last_end_how").is_null() | (pl.col("last_end_how") == "open_at_shutdown")
-    detail = pl.format(
-        "Stream {} ({}, opened on replica {}) was resumed but did not deliver what came after the "
-        "client's cursor. {}{} What to change:",
-        "stream_id",
-        opened,
-        pl.col("replica").fill_null("unknown"),
-        "text",
-        pl.when(still_open)
-        .then(pl.lit(" The stream was still open at capture end: the replay may yet come."))
-        .otherwise(pl.lit("")),
+    detail = text(
+        "Stream {stream_id} ({opened}, opened on replica {replica}) was resumed but did not "
+        "deliver what came after the client's cursor. {text}{still_open} What to change:",
+        opened=opened,
+        replica=or_unknown("replica"),
+        still_open=pick((still_open, _STILL_OPEN), otherwise=""),
     )
     return found.join(timeline.streams.filter(~SESSIONLESS.fill_null(False)), on="stream_id").pipe(
         emit,
         # Carried or owed messages, an even progress jump, or progress and ids together: high.
-        severity=pl.when(still_open)
-        .then(pl.lit(Severity.INFO.value))
-        .when(pl.col("sure"))
-        .then(pl.lit(Severity.HIGH.value))
-        .otherwise(pl.lit(Severity.MEDIUM.value)),
-        title=pl.format("Stream {} lost messages after a resume", "stream_id"),
+        severity=pick((still_open, "info"), (pl.col("sure"), "high"), otherwise="medium"),
+        title=text("Stream {stream_id} lost messages after a resume"),
         detail=detail,
         remedy=REMEDY,
         flow_ids=pl.concat_list("stream_id", "flow_ids"),

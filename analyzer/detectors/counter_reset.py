@@ -24,67 +24,41 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
-from analyzer.timeline.counters import ran_back
-from analyzer.wording import OPENER
+from analyzer.timeline.counters import ran_back_by_incarnation
+from analyzer.wording import OPENER, or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-_STREAM: Final = ("stream_id", "incarnation")
+_COLLIDES: Final = (
+    "Some of these ids were already issued in the session with another payload: one cursor now "
+    "names two messages, so a client that deduplicates by id drops one and a later resume skips "
+    "or repeats."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per incarnation whose counter went back."""
-    went_back = ran_back(timeline.sse_events, timeline.incarnations, timeline.id_counters)
-    flagged = (
-        went_back.sort(*_STREAM, "ordinal")
-        .group_by("session_id", *_STREAM, maintain_order=True)
-        .agg(
-            pl.col("event_id").alias("back"),
-            pl.col("event_id").filter(~pl.col("exact")).alias("new"),
-            (pl.col("reused") & ~pl.col("exact")).any().alias("collides"),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-            pl.col("at_cursor").all().alias("below_cursor"),
-            pl.col("cursor", "flow_id", "replica").first(),
-        )
-        .filter(pl.col("new").list.len() > 0)
-    )
-    since = pl.when("below_cursor").then(pl.format("the resume's cursor {}", "cursor"))
-    detail = pl.format(
-        "On stream {} ({}), incarnation {} (flow {}, replica {}) issued {} at or below {} in "
-        "the same id counter: the server's counter restarted or ran backwards. {} What to "
-        "change:",
-        "stream_id",
-        pl.col("what").fill_null("standalone GET stream"),
-        "incarnation",
-        "flow_id",
-        pl.col("replica").fill_null("unknown"),
-        pl.col("back").list.join(", "),
-        since.otherwise(pl.lit("the ids it had already sent")),
-        pl.when("collides")
-        .then(
-            pl.lit(
-                "Some of these ids were already issued in the session with another payload: "
-                "one cursor now names two messages, so a client that deduplicates by id drops "
-                "one and a later resume skips or repeats."
-            )
-        )
-        .otherwise(pl.lit("")),
-    )
-    streams = timeline.streams.select(
-        "stream_id",
-        "era",
-        "request_id",
-        OPENER.alias("what"),
-    )
+    flagged = ran_back_by_incarnation(
+        timeline.sse_events, timeline.incarnations, timeline.id_counters
+    ).filter(pl.col("new").list.len() > 0)  # an exact replay goes back legitimately
+    what = OPENER.fill_null("standalone GET stream").alias("what")
+    streams = timeline.streams.select("stream_id", "era", "request_id", what)
     return emit(
         flagged.join(streams, on="stream_id"),
-        severity=pl.when("collides")
-        .then(pl.lit(Severity.HIGH.value))
-        .otherwise(pl.lit(Severity.MEDIUM.value)),
-        title=pl.format("Event-id counter ran back on stream {}", "stream_id"),
-        detail=detail,
+        severity=pick((pl.col("collides"), "high"), otherwise="medium"),
+        title=text("Event-id counter ran back on stream {stream_id}"),
+        detail=text(
+            "On stream {stream_id} ({what}), incarnation {incarnation} (flow {flow_id}, replica "
+            "{replica}) issued {back} at or below {since} in the same id counter: the server's "
+            "counter restarted or ran backwards. {collides} What to change:",
+            replica=or_unknown("replica"),
+            back=pl.col("back").list.join(", "),
+            since=pl.when("below_cursor")
+            .then(text("the resume's cursor {cursor}"))
+            .otherwise(pl.lit("the ids it had already sent")),
+            collides=pick((pl.col("collides"), _COLLIDES), otherwise=""),
+        ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),
         stream_ids=pl.concat_list("stream_id"),

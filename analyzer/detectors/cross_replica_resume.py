@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import replicas
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -33,34 +34,24 @@ REMEDY: Final = (
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per resume whose answer came from another replica than its cursor."""
     owed = pl.when(pl.col("response_owed") & pl.col("request_id").is_not_null()).then(
-        pl.format(" The stream still owed the response to request {}.", "request_id")
+        text(" The stream still owed the response to request {request_id}.")
     )
     return emit(
         replicas.moved_resumes(timeline),
-        title=pl.format(
-            "resume from {} answered by {}, cursor issued by {}",
-            "cursor",
-            "answer_replica",
-            "cursor_replica",
+        title=text(
+            "resume from {cursor} answered by {answer_replica}, cursor issued by {cursor_replica}"
         ),
-        detail=pl.format(
-            "Session {}: GET {} resumed stream {} from Last-Event-ID {}, issued by replica "
-            "{} (flow {}), but replica {} answered it ({}, {} event(s), {} with a "
-            "payload).{} Unless every replica reads one session-scoped event log, the "
-            "answering replica cannot know what followed the cursor: this resume worked, if "
-            "it did, by luck (duplicate-event-id, phantom-resume and causal-gap say whether "
-            "data was lost or repeated here).",
-            "session_id",
-            "flow_id",
-            "stream_id",
-            "cursor",
-            "cursor_replica",
-            "cursor_flow_id",
-            "answer_replica",
-            "answer_status",
-            pl.col("answer_events").fill_null(0),
-            pl.col("answer_payload_events").fill_null(0),
-            owed.otherwise(pl.lit("")),
+        detail=text(
+            "Session {session_id}: GET {flow_id} resumed stream {stream_id} from Last-Event-ID "
+            "{cursor}, issued by replica {cursor_replica} (flow {cursor_flow_id}), but replica "
+            "{answer_replica} answered it ({answer_status}, {events} event(s), {payloads} with a "
+            "payload).{owed} Unless every replica reads one session-scoped event log, the "
+            "answering replica cannot know what followed the cursor: this resume worked, if it "
+            "did, by luck (duplicate-event-id, phantom-resume and causal-gap say whether data was "
+            "lost or repeated here).",
+            events=pl.col("answer_events").fill_null(0),
+            payloads=pl.col("answer_payload_events").fill_null(0),
+            owed=owed.otherwise(pl.lit("")),
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("cursor_flow_id", "flow_id"),

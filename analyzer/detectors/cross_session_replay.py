@@ -35,6 +35,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline.replays import foreign_session_events, same_origin
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -112,22 +113,22 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .join(timeline.incarnations.select("flow_id", "stream_id", "cursor"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )
+    others = pl.col("others").list.join(", ")
     return emit(
         shared,
-        title=pl.format("Resume replayed events of session(s) {}",
-                        pl.col("others").list.join(", ")),
-        detail=pl.format(
-            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}) carried events "
-            "(ids {}) that session(s) {} received too (flows {}){}. The event store serves "
-            "several sessions under stream keys that are unique only within one (request ids, "
-            "`_GET_stream`): this client received another session's messages. What to change:",
-            "session_id", "stream_id", "cursor", "flow_id",
-            pl.col("event_ids").list.join(", "),
-            pl.col("others").list.join(", "),
-            pl.col("other_flows").list.join(", "),
-            pl.when(pl.col("request_ids").list.len() > 0)
-            .then(pl.format(", and answered request(s) {} twice",
-                            pl.col("request_ids").list.join(", ")))
+        title=text("Resume replayed events of session(s) {others}", others=others),
+        detail=text(
+            "Session {session_id}: the resume of stream {stream_id} from Last-Event-ID {cursor} "
+            "(flow {flow_id}) carried events (ids {events}) that session(s) {others} received too "
+            "(flows {flows}){twice}. The event store serves several sessions under stream keys "
+            "that are unique only within one (request ids, `_GET_stream`): this client received "
+            "another session's messages. What to change:",
+            events=pl.col("event_ids").list.join(", "),
+            others=others,
+            flows=pl.col("other_flows").list.join(", "),
+            twice=pl.when(pl.col("request_ids").list.len() > 0)
+            .then(text(", and answered request(s) {requests} twice",
+                       requests=pl.col("request_ids").list.join(", ")))
             .otherwise(pl.lit("")),
         ),
         remedy=REMEDY,

@@ -22,6 +22,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.wording import or_unknown, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -91,21 +92,21 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .join(timeline.incarnations.select("flow_id", "cursor", "replica"), on="flow_id")
         .join(timeline.streams.select("stream_id", "era"), on="stream_id")
     )
+    others = pl.col("others").list.join(", ")
     return emit(
         found,
-        title=pl.format("Resume of stream {} replayed messages of stream(s) {}", "stream_id",
-                  pl.col("others").list.join(", ")),
-        detail=pl.format(
-            "Session {}: the resume of stream {} from Last-Event-ID {} (flow {}, incarnation "
-            "{}, replica {}) delivered message(s) first sent on other logical stream(s) {}: "
-            "event ids [{}], responses to requests [{}]. A resume must replay only the "
-            "disconnected stream's messages; the client now holds these twice or on the "
-            "wrong stream. What to change:",
-            "session_id", "stream_id", "cursor", "flow_id", "incarnation",
-            pl.col("replica").fill_null("unknown"),
-            pl.col("others").list.join(", "),
-            pl.col("event_ids").list.join(", "),
-            pl.col("request_ids").list.join(", "),
+        title=text("Resume of stream {stream_id} replayed messages of stream(s) {others}",
+                   others=others),
+        detail=text(
+            "Session {session_id}: the resume of stream {stream_id} from Last-Event-ID {cursor} "
+            "(flow {flow_id}, incarnation {incarnation}, replica {replica}) delivered message(s) "
+            "first sent on other logical stream(s) {others}: event ids [{events}], responses to "
+            "requests [{requests}]. A resume must replay only the disconnected stream's "
+            "messages; the client now holds these twice or on the wrong stream. What to change:",
+            replica=or_unknown("replica"),
+            others=others,
+            events=pl.col("event_ids").list.join(", "),
+            requests=pl.col("request_ids").list.join(", "),
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),

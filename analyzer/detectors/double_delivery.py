@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline.replays import key_hash, recurring_hashes
+from analyzer.wording import pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -61,24 +62,19 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     is_answer = pl.col("_kind").is_in(["request", "response", "error"])
     what = (
         pl.when(is_answer)
-        .then(pl.format("{} {}", "_kind", "rpc_id"))
-        .otherwise(pl.format("{} {}", pl.col("_method").fill_null("message"), "_event_id"))
+        .then(text("{_kind} {rpc_id}"))
+        .otherwise(text("{method} {_event_id}", method=pl.col("_method").fill_null("message")))
     )
     return emit(
         twice.join(eras, on="stream_id", how="left").sort("session_id", "first_ts", "flow_id"),
-        severity=pl.when(is_answer).then(pl.lit("high")).otherwise(pl.lit("medium")),
-        title=pl.format("{} delivered {} times on one response", what, "_times"),
-        detail=pl.format(
-            "Session {}: response {} (incarnation {} of stream {}) carried {} {} times with "
-            "the same payload (event id {}). The client receives one message twice on one "
-            "connection, where no replay was asked for, and may act on it twice.",
-            "session_id",
-            "flow_id",
-            "incarnation",
-            "stream_id",
-            what,
-            "_times",
-            "_event_id",
+        severity=pick((is_answer, "high"), otherwise="medium"),
+        title=text("{what} delivered {_times} times on one response", what=what),
+        detail=text(
+            "Session {session_id}: response {flow_id} (incarnation {incarnation} of stream "
+            "{stream_id}) carried {what} {_times} times with the same payload (event id "
+            "{_event_id}). The client receives one message twice on one connection, where no "
+            "replay was asked for, and may act on it twice.",
+            what=what,
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),

@@ -15,6 +15,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -65,29 +66,21 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
     )
-    joined = pl.col("flow_ids").list.join(", ")
     replicas = pl.col("_replicas").list.join(", ").fill_null("")
     return emit(
         found,
-        title=pl.format(
-            "event id {} issued {} times with {} different payloads",
-            "event_id",
-            "_issues",
-            "_payloads",
+        title=text(
+            "event id {event_id} issued {_issues} times with {_payloads} different payloads"
         ),
-        detail=pl.format(
-            "Session {}: the server issued event id {} {} times with {} different payloads, "
-            "on stream(s) {} (flows {}, in wire order; replica(s): {}). A client resuming from "
-            "this id cannot get a faithful replay: the server will replay after the wrong "
-            "message, or skip or repeat messages. Event ids MUST be unique across all streams "
-            "of a session.",
-            "session_id",
-            "event_id",
-            "_issues",
-            "_payloads",
-            pl.col("stream_ids").list.join(", "),
-            joined,
-            pl.when(replicas == "").then(pl.lit("unknown")).otherwise(replicas),
+        detail=text(
+            "Session {session_id}: the server issued event id {event_id} {_issues} times with "
+            "{_payloads} different payloads, on stream(s) {streams} (flows {flows}, in wire "
+            "order; replica(s): {replicas}). A client resuming from this id cannot get a faithful "
+            "replay: the server will replay after the wrong message, or skip or repeat messages. "
+            "Event ids MUST be unique across all streams of a session.",
+            streams=pl.col("stream_ids").list.join(", "),
+            flows=pl.col("flow_ids").list.join(", "),
+            replicas=pl.when(replicas == "").then(pl.lit("unknown")).otherwise(replicas),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

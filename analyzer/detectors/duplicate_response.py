@@ -24,6 +24,7 @@ from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import resent
 from analyzer.timeline.keys import SESSIONLESS
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -43,7 +44,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .agg(*resent.evidence(pl.col("rpc_id"), pl.col("payload_hash").n_unique()))
         .filter(pl.col("what") > 1)
         .with_columns(
-            pl.format("{} different responses to request {}", "what", "key").alias("what"),
+            text("{what} different responses to request {key}").alias("what"),
             pl.concat_list("key").alias("request_ids"),
         )
     )
@@ -54,8 +55,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .agg(*resent.evidence(pl.col("rpc_id"), streams))
         .filter(pl.col("what") > 1)
         .with_columns(
-            pl.format("the response to request {} sent on {} logical streams", "key", "what")
-            .alias("what"),
+            text("the response to request {key} sent on {what} logical streams").alias("what"),
             pl.concat_list("key").alias("request_ids"),
         )
     )  # fmt: skip
@@ -70,7 +70,7 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .agg(*resent.evidence(pl.col("event_id"), streams))
         .filter(pl.col("what") > 1)
         .with_columns(
-            pl.format("event {} sent on {} logical streams", "key", "what").alias("what"),
+            text("event {key} sent on {what} logical streams").alias("what"),
             pl.lit([], dtype=pl.List(pl.String)).alias("request_ids"),
         )
         # A response sent twice is already reported by its request id.
@@ -82,16 +82,15 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     found = pl.concat([f.select(columns) for f in (differ, twice_resp, twice_event)])
     return emit(
         found,
-        title=pl.format("Duplicate response: {}", "what"),
-        detail=pl.format(
-            "Session {}: {} (streams {}; flows {}; event ids {}). A request must be "
-            "answered once, and a message sent on one stream only: the client keeps whichever "
-            "copy comes first and the request may have executed twice. What to change:",
-            "session_id",
-            "what",
-            pl.col("stream_ids").list.join(", ").replace("", "none"),
-            pl.col("flow_ids").list.join(", "),
-            pl.col("event_ids").list.join(", "),
+        title=text("Duplicate response: {what}"),
+        detail=text(
+            "Session {session_id}: {what} (streams {streams}; flows {flows}; event ids {events}). "
+            "A request must be answered once, and a message sent on one stream only: the client "
+            "keeps whichever copy comes first and the request may have executed twice. What to "
+            "change:",
+            streams=pl.col("stream_ids").list.join(", ").replace("", "none"),
+            flows=pl.col("flow_ids").list.join(", "),
+            events=pl.col("event_ids").list.join(", "),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit, finding_rows
 from analyzer.timeline import disagreements
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -37,19 +38,16 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         return finding_rows([])
     return emit(
         wrong,
-        title=pl.format(
-            "{} disagrees with the body of {} accepted request(s)",
-            "name",
-            pl.col("flow_ids").list.len(),
+        title=text(
+            "{name} disagrees with the body of {n} accepted request(s)",
+            n=pl.col("flow_ids").list.len(),
         ),
-        detail=pl.format(
-            "Session {}: the server answered 2xx to request(s) whose {} header disagrees "
-            "with the JSON-RPC body (after base64-sentinel decoding): {}. Gateways route, "
-            "authorize and rate-limit on these headers, so the request was handled on a "
+        detail=text(
+            "Session {session_id}: the server answered 2xx to request(s) whose {name} header "
+            "disagrees with the JSON-RPC body (after base64-sentinel decoding): {pairs}. Gateways "
+            "route, authorize and rate-limit on these headers, so the request was handled on a "
             "value the server did not execute.",
-            "session_id",
-            "name",
-            pl.col("_pairs").list.join("; "),
+            pairs=pl.col("_pairs").list.join("; "),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

@@ -29,6 +29,7 @@ from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import unanswered
 from analyzer.timeline.keys import SESSIONLESS
+from analyzer.wording import or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -42,6 +43,16 @@ _GAVE_UP: Final = (
     & pl.col("last_end_how").is_in(["complete", "server_closed"])
     & (pl.col("cancel_ts") > pl.col("end_ts"))
 ).fill_null(False)
+_GAVE_UP_TEXT: Final = (
+    "the client cancelled it only {ms} ms after the server had ended its stream without the "
+    "response and without an event id to resume from (it gave up on a response that could no "
+    "longer come)"
+)
+_STILL_OPEN: Final = " Its stream was still open at capture end: the response may yet come."
+_UNSEEN: Final = (
+    " Part of its answer was not captured (a truncated or missing body, or a torn stream tail): "
+    "the response may be there."
+)
 
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
@@ -56,54 +67,41 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     lost = requests.join(
         unanswered.open_get_sessions(timeline), on="session_id", how="left"
     ).with_columns(
-        pl.when(_OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)))
-        .then(pl.lit(" Its stream was still open at capture end: the response may yet come."))
-        .when("unseen")
-        .then(
-            pl.lit(
-                " Part of its answer was not captured (a truncated or missing body, or "
-                "a torn stream tail): the response may be there."
-            )
-        )
-        .otherwise(pl.lit(""))
-        .alias("note")
+        pick(
+            (
+                _OPEN | ((pl.col("status") == 202) & pl.col("get_open").fill_null(False)),
+                _STILL_OPEN,
+            ),
+            (pl.col("unseen"), _UNSEEN),
+            otherwise="",
+        ).alias("note")
     )
-    what = pl.format("{} {}", pl.col("method").fill_null("?"), pl.col("rpc_id"))
+    what = text("{method} {rpc_id}", method=pl.col("method").fill_null("?"))
     where = (
         pl.when(pl.col("incarnations").is_not_null())
-        .then(pl.format("its stream {} ran {} incarnation(s), the last ending {}", "carrier",
-                        "incarnations", pl.col("how").cast(pl.String).fill_null("never")))
-        .otherwise(pl.format("its HTTP {} answer carried none", "status"))
+        .then(text("its stream {carrier} ran {incarnations} incarnation(s), the last ending {how}",
+                   how=pl.col("how").cast(pl.String).fill_null("never")))
+        .otherwise(text("its HTTP {status} answer carried none"))
     )  # fmt: skip
     return emit(
         lost,
-        severity=pl.when(pl.col("note") != "")
-        .then(pl.lit(Severity.INFO.value))
-        .otherwise(pl.lit(Severity.HIGH.value)),
-        title=pl.format("No response to {}", what),
-        detail=pl.format(
-            "Session {}: the client's request {}{} (flow {}, replica {}) was accepted, but no "
-            "response to it reached the client by the end of its incarnation chain or its "
-            "session ({}), and {}.{} What to change:",
-            "session_id",
-            what,
-            pl.when(pl.col("tool_name").is_not_null())
-            .then(pl.format(" (tool {})", "tool_name"))
-            .otherwise(pl.lit("")),
-            "flow_id",
-            pl.col("replica").fill_null("unknown"),
-            where,
-            pl.when(pl.col("cancel_ts").is_null())
-            .then(pl.lit("the client never cancelled it"))
-            .otherwise(
-                pl.format(
-                    "the client cancelled it only {} ms after the server had ended its stream "
-                    "without the response and without an event id to resume from (it gave up "
-                    "on a response that could no longer come)",
-                    (pl.col("cancel_ts") - pl.col("end_ts")).dt.total_milliseconds(),
-                )
+        severity=pick((pl.col("note") != "", "info"), otherwise="high"),
+        title=text("No response to {what}", what=what),
+        detail=text(
+            "Session {session_id}: the client's request {what}{tool} (flow {flow_id}, replica "
+            "{replica}) was accepted, but no response to it reached the client by the end of its "
+            "incarnation chain or its session ({where}), and {cancelled}.{note} What to change:",
+            what=what,
+            tool=pick((pl.col("tool_name").is_null(), ""), otherwise=text(" (tool {tool_name})")),
+            replica=or_unknown("replica"),
+            where=where,
+            cancelled=pick(
+                (pl.col("cancel_ts").is_null(), "the client never cancelled it"),
+                otherwise=text(
+                    _GAVE_UP_TEXT,
+                    ms=(pl.col("cancel_ts") - pl.col("end_ts")).dt.total_milliseconds(),
+                ),
             ),
-            "note",
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),

@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import orphans
+from analyzer.wording import pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,25 +36,19 @@ def detect(timeline: Timeline, *, overlap_s: float = 1.0) -> pl.LazyFrame:
     """One finding per incarnation orphaned by a later resume of its stream."""
     return emit(
         orphans.orphaned(timeline, overlap_s=overlap_s),
-        title=pl.format(
-            "Incarnation {} of stream {} orphaned by a later resume", "incarnation", "stream_id"
-        ),
-        detail=pl.format(
-            "Session {}: stream {} ({} stream) was resumed (GET {}, Last-Event-ID {}, "
-            "answered 200) while its incarnation {} (flow {}) was still open; that "
-            "connection then carried nothing more and was not closed ({}). Two incarnations "
-            "of one stream were live at once and the older one is orphaned: whoever reads it "
-            "waits for messages that now go to the newer one.",
-            "session_id",
-            "stream_id",
-            pl.col("kind").cast(pl.String).fill_null("?"),
-            "_new_flow",
-            "_new_cursor",
-            "incarnation",
-            "flow_id",
-            pl.when(pl.col("end_ts").is_null())
-            .then(pl.lit("open at the end of the capture"))
-            .otherwise(pl.format("it ended only at {}", pl.col("end_ts").dt.to_string())),
+        title=text("Incarnation {incarnation} of stream {stream_id} orphaned by a later resume"),
+        detail=text(
+            "Session {session_id}: stream {stream_id} ({kind} stream) was resumed (GET "
+            "{_new_flow}, Last-Event-ID {_new_cursor}, answered 200) while its incarnation "
+            "{incarnation} (flow {flow_id}) was still open; that connection then carried nothing "
+            "more and was not closed ({ended}). Two incarnations of one stream were live at once "
+            "and the older one is orphaned: whoever reads it waits for messages that now go to "
+            "the newer one.",
+            kind=pl.col("kind").cast(pl.String).fill_null("?"),
+            ended=pick(
+                (pl.col("end_ts").is_null(), "open at the end of the capture"),
+                otherwise=text("it ended only at {end}", end=pl.col("end_ts").dt.to_string()),
+            ),
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id", "_new_flow"),

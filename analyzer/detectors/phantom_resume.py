@@ -35,7 +35,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import continuations
-from analyzer.wording import OPENER
+from analyzer.wording import OPENER, or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -65,35 +65,33 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
 
 def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) -> pl.LazyFrame:
     """The findings of the resumes left unserved, given what their answers sent."""
+    sent_ids = pl.col("sent").list.join(", ")
     sent_text = (
         pl.when(pl.col("payloads") > 0)
-        .then(pl.format("{} fresh message(s) (ids {})", "payloads", pl.col("sent").list.join(", ")))
-        .otherwise(pl.format("only a new priming event ({})", pl.col("sent").list.join(", ")))
+        .then(text("{payloads} fresh message(s) (ids {sent})", sent=sent_ids))
+        .otherwise(text("only a new priming event ({sent})", sent=sent_ids))
     )
     instead = (
         pl.when(pl.col("owed"))
-        .then(pl.format("the response to request {} it still owed", "request_id"))
+        .then(text("the response to request {request_id} it still owed"))
         .otherwise(
-            pl.format(
-                "the {} message(s) the stream had carried after the cursor ({})",
-                pl.col("due").list.len(),
-                pl.col("due").list.join(", "),
+            text(
+                "the {n} message(s) the stream had carried after the cursor ({due})",
+                n=pl.col("due").list.len(),
+                due=pl.col("due").list.join(", "),
             )
         )
     )
-    detail = pl.format(
-        "The resume of stream {} ({}) from cursor {} (issued by replica {}) on flow {} was "
-        "answered 200 by replica {} with {} instead of {}. Nothing on the answer said the cursor "
-        "was not honoured: the client takes it for a continuation and will never see those "
-        "messages. What to change:",
-        "stream_id",
-        pl.col("what").fill_null("standalone GET stream"),
-        "cursor",
-        pl.col("cursor_replica").fill_null("unknown"),
-        "r_flow",
-        pl.col("answer_replica").fill_null("unknown"),
-        sent_text,
-        instead,
+    detail = text(
+        "The resume of stream {stream_id} ({what}) from cursor {cursor} (issued by replica "
+        "{cursor_replica}) on flow {r_flow} was answered 200 by replica {answer_replica} with "
+        "{sent} instead of {instead}. Nothing on the answer said the cursor was not honoured: the "
+        "client takes it for a continuation and will never see those messages. What to change:",
+        what=pl.col("what").fill_null("standalone GET stream"),
+        cursor_replica=or_unknown("cursor_replica"),
+        answer_replica=or_unknown("answer_replica"),
+        sent=sent_text,
+        instead=instead,
     )
     streams = timeline.streams.select(
         "stream_id",
@@ -111,10 +109,8 @@ def _findings(timeline: Timeline, unserved: pl.LazyFrame, sent: pl.LazyFrame) ->
         .join(streams, on="stream_id")
         .pipe(
             emit,
-            severity=pl.when(~pl.col("owed") | moved)
-            .then(pl.lit(Severity.HIGH.value))
-            .otherwise(pl.lit(Severity.MEDIUM.value)),
-            title=pl.format("Resume of stream {} answered without its replay", "stream_id"),
+            severity=pick((~pl.col("owed") | moved, "high"), otherwise="medium"),
+            title=text("Resume of stream {stream_id} answered without its replay"),
             detail=detail,
             remedy=REMEDY,
             flow_ids=pl.concat_list("cursor_flow_id", "r_flow"),

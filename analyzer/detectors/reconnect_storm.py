@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import reopened
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -39,20 +40,19 @@ def detect(
     storms = reopened.empty_runs(timeline, max_open_s=max_open_s, max_gap_s=max_gap_s)
     return emit(
         storms.filter(pl.col("flow_ids").list.len() >= min_streams),
-        title=pl.format(
-            "{} standalone GET streams ended empty by the server and reopened at once",
-            pl.col("flow_ids").list.len(),
+        title=text(
+            "{n} standalone GET streams ended empty by the server and reopened at once",
+            n=pl.col("flow_ids").list.len(),
         ),
-        detail=pl.format(
-            "Session {}: the client opened its standalone stream {} times in a row (GETs {}; "
-            "answered by {}) and each time the server answered 200 and ended the event "
-            "stream with no event at all, so the client never held a cursor and reconnected "
-            "at once. Nothing the server sends outside a request can reach this client, and "
-            "the loop only stops when something breaks it.",
-            "session_id",
-            pl.col("flow_ids").list.len(),
-            pl.col("flow_ids").list.join(", "),
-            pl.col("_replicas").list.join(", "),
+        detail=text(
+            "Session {session_id}: the client opened its standalone stream {n} times in a row "
+            "(GETs {flows}; answered by {replicas}) and each time the server answered 200 and "
+            "ended the event stream with no event at all, so the client never held a cursor and "
+            "reconnected at once. Nothing the server sends outside a request can reach this "
+            "client, and the loop only stops when something breaks it.",
+            n=pl.col("flow_ids").list.len(),
+            flows=pl.col("flow_ids").list.join(", "),
+            replicas=pl.col("_replicas").list.join(", "),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

@@ -25,15 +25,17 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit, merged
 from analyzer.timeline.tool_calls import PREVIOUS, previous_calls
-from analyzer.wording import pick, seconds
+from analyzer.wording import or_unknown, pick, seconds, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
 _DETAIL: Final = (
-    "tools/call {} (request {}, flow {}, replica {}) was sent again with the same canonical "
-    "arguments as request {} (flow {}, replica {}) {} s later, {}. The first exchange ended "
-    "'{}'{}. {} What to change: give the tool an idempotency key the server deduplicates on; {}"
+    "tools/call {tool_name} (request {prev_request_id}, flow {prev_flow_id}, replica "
+    "{prev_replica}) was sent again with the same canonical arguments as request {request_id} "
+    "(flow {flow_id}, replica {replica}) {gap} s later, {where}. The first exchange ended "
+    "'{prev_first_outcome}'{lost}. {listed} What to change: give the tool an idempotency key the "
+    "server deduplicates on; {remedy}"
 )
 _AFTER_LOSS: Final = (
     "after a broken stream, resume it with Last-Event-ID where the era allows (not 2026-07-28) "
@@ -44,9 +46,10 @@ _NOTHING_LOST: Final = (
     "(a retry on a timeout, a double submit, a loop)."
 )
 _RUN_DETAIL: Final = (
-    "tools/call {} was sent {} times with the same canonical arguments (requests {}) over {} s. "
-    "The tool is listed as idempotent: a repeat should be harmless. What to change: nothing if "
-    "the repeats were meant; else look at why the client sends the same call again."
+    "tools/call {tool} was sent {calls} times with the same canonical arguments (requests "
+    "{requests}) over {span} s. The tool is listed as idempotent: a repeat should be harmless. "
+    "What to change: nothing if the repeats were meant; else look at why the client sends the "
+    "same call again."
 )
 
 
@@ -60,30 +63,24 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
     ).fill_null(False)
     listed, idempotent = pl.col("tool_listed"), pl.col("idempotent_hint").fill_null(False)
     gap_s = (pl.col("ts") - p["ts"]).dt.total_milliseconds() / 1000
-    detail = pl.format(
+    detail = text(
         _DETAIL,
-        "tool_name",
-        p["request_id"],
-        p["flow_id"],
-        p["replica"].fill_null("unknown"),
-        "request_id",
-        "flow_id",
-        pl.col("replica").fill_null("unknown"),
-        seconds(pl.col("ts") - p["ts"]),
-        pick(
+        prev_replica=or_unknown("prev_replica"),
+        replica=or_unknown("replica"),
+        gap=seconds(pl.col("ts") - p["ts"]),
+        where=pick(
             (p["session_id"] == pl.col("session_id"), "in the same session"),
-            otherwise=pl.format("in the client's next session (first in {})", p["session_id"]),
+            otherwise=text("in the client's next session (first in {prev_session_id})"),
         ),
-        p["first_outcome"],
-        pick(
+        lost=pick(
             (lost, " before its result reached the client: the tool may have run twice"),
             otherwise=": the client asked for a second execution",
         ),
-        pick(
+        listed=pick(
             (~listed, "No captured tools/list names the tool, so its hints are unknown."),
             otherwise="The tool is listed as side-effecting (not read-only, not idempotent).",
         ),
-        pick((lost, _AFTER_LOSS), otherwise=_NOTHING_LOST),
+        remedy=pick((lost, _AFTER_LOSS), otherwise=_NOTHING_LOST),
     )
     found = calls.filter(
         pl.col("tool_name").is_not_null()
@@ -99,10 +96,9 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
             severity=pick(
                 (idempotent, "low"), (lost, "high"), (~listed, "low"), otherwise="medium"
             ),
-            title=pl.format(
-                "tools/call {} {}",
-                "tool_name",
-                pick(
+            title=text(
+                "tools/call {tool_name} {what}",
+                what=pick(
                     (lost, "re-issued after its first call was lost: it may have run twice"),
                     otherwise="repeated with the same arguments",
                 ),
@@ -118,20 +114,21 @@ def detect(timeline: Timeline, *, window_s: float = 120.0) -> pl.LazyFrame:
 
     # Idempotent repeats gather into one finding a run; an unlisted tool's low ones stay apart.
     calls_in_run = pl.col("flow_ids").list.len()  # one HTTP exchange a call (ids may repeat)
+    tool = pl.col("fingerprint_extra").list.first()
     runs = merged(
         repeats(found.filter(idempotent)), ("flow_ids", "stream_ids", "request_ids")
     ).with_columns(
-        pl.format(
-            "tools/call {} repeated with the same arguments ({} calls, idempotent)",
-            pl.col("fingerprint_extra").list.first(),
-            calls_in_run,
+        text(
+            "tools/call {tool} repeated with the same arguments ({calls} calls, idempotent)",
+            tool=tool,
+            calls=calls_in_run,
         ).alias("title"),
-        pl.format(
+        text(
             _RUN_DETAIL,
-            pl.col("fingerprint_extra").list.first(),
-            calls_in_run,
-            pl.col("request_ids").list.join(", "),
-            seconds(pl.col("last_ts") - pl.col("first_ts")),
+            tool=tool,
+            calls=calls_in_run,
+            requests=pl.col("request_ids").list.join(", "),
+            span=seconds(pl.col("last_ts") - pl.col("first_ts")),
         ).alias("detail"),
     )
     return pl.concat([repeats(found.filter(~idempotent)), runs], how="diagonal")

@@ -10,8 +10,6 @@ Must not flag: correct replays on a GET incarnation of a request's stream, legac
 (2024-11-05) sessions, whose single GET stream carries every response by design.
 """
 
-# Longer than the 80 lines of STYLE.md item 8 by its detail text only.
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
@@ -20,6 +18,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.wording import or_unknown, pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,47 +34,32 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per response message carried by a standalone GET stream."""
     gets = timeline.streams.filter(
         (pl.col("kind") == "get") & (pl.col("era") != "2024-11-05").fill_null(True)
-    ).select("stream_id", "era", "stale_cursor", pl.col("replica").alias("opened_on"))
-    legacy = timeline.sessions.filter(pl.col("kind") == "legacy").select("session_id")
-    null_id = pl.col("rpc_id").is_null() | (pl.col("rpc_id") == "null")
-    opened = (
-        pl.when(pl.col("stale_cursor").is_not_null())
-        .then(pl.format("with Last-Event-ID {} that its session never issued", "stale_cursor"))
-        .otherwise(pl.lit("without a cursor"))
+    ).select("stream_id", "era", "stale_cursor", or_unknown("replica").alias("opened_on"))
+    null_id = pl.col("rpc_id") == "null"
+    opened = pick(
+        (pl.col("stale_cursor").is_null(), "without a cursor"),
+        otherwise=text("with Last-Event-ID {stale_cursor} that its session never issued"),
     )
     return emit(
         timeline.rpc_messages.filter(
             (pl.col("direction") == "s2c") & pl.col("kind").is_in(["response", "error"])
         )
         .join(gets, on="stream_id")
-        .join(legacy, on="session_id", how="anti")
-        .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left"),
-        severity=pl.when(null_id & (pl.col("kind") == "error"))
-        .then(pl.lit(Severity.LOW.value))
-        .otherwise(pl.lit(Severity.MEDIUM.value)),
-        title=pl.format(
-            "{} {} on standalone GET stream {}",
-            "kind",
-            pl.col("rpc_id").fill_null("null"),
-            "stream_id",
-        ),
-        detail=pl.format(
-            "Session {}: standalone GET stream {} (opened {}, replica {}) carried a JSON-RPC "
-            "{} with id {} (event {}, flow {}, replica {}, incarnation {}). The GET stream "
-            "must not carry a response unless it resumes the stream of the request's POST, "
-            "and this one resumes none: the client may never match it to its pending "
-            "request, or the server sent it here instead of (or as well as) on the request's "
-            "own stream. What to change:",
-            "session_id",
-            "stream_id",
-            opened,
-            pl.col("opened_on").fill_null("unknown"),
-            "kind",
-            pl.col("rpc_id").fill_null("null"),
-            pl.col("event_id").fill_null("none"),
-            "flow_id",
-            pl.col("replica").fill_null("unknown"),
-            "incarnation",
+        .join(timeline.sessions.filter(pl.col("kind") == "legacy"), on="session_id", how="anti")
+        .join(timeline.exchanges.select("flow_id", "replica"), on="flow_id", how="left")
+        .with_columns(pl.col("rpc_id").fill_null("null")),
+        severity=pick((null_id & (pl.col("kind") == "error"), "low"), otherwise="medium"),
+        title=text("{kind} {rpc_id} on standalone GET stream {stream_id}"),
+        detail=text(
+            "Session {session_id}: standalone GET stream {stream_id} (opened {opened}, replica "
+            "{opened_on}) carried a JSON-RPC {kind} with id {rpc_id} (event {event_id}, flow "
+            "{flow_id}, replica {replica}, incarnation {incarnation}). The GET stream must not "
+            "carry a response unless it resumes the stream of the request's POST, and this one "
+            "resumes none: the client may never match it to its pending request, or the server "
+            "sent it here instead of (or as well as) on the request's own stream. What to change:",
+            opened=opened,
+            event_id=pl.col("event_id").fill_null("none"),
+            replica=or_unknown("replica"),
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("flow_id"),

@@ -18,6 +18,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import after_end
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,26 +36,24 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     how = pl.when(pl.col("_end_how") == "delete").then(pl.lit("a DELETE answered 2xx"))
     return emit(
         after_end.accepted(timeline),
-        title=pl.format(
-            "{} request(s) accepted after the session ended ({})",
-            pl.col("_flows").list.len(),
-            pl.col("_end_how").cast(pl.String),
+        title=text(
+            "{n} request(s) accepted after the session ended ({how})",
+            n=pl.col("_flows").list.len(),
+            how=pl.col("_end_how").cast(pl.String),
         ),
-        detail=pl.format(
-            "Session {} ended with {} (flow {}), yet {} later request(s) were answered 2xx "
-            "(flows {}; {} of them resumes with Last-Event-ID {}; replica(s) {}). The server "
-            "still serves a session that is gone: the client acts in a session whose state "
-            "was dropped, and a replay may come from a log that should have been deleted.",
-            "session_id",
-            how.otherwise(pl.lit("a 404 to a request carrying it")),
-            "_end_flow",
-            pl.col("_flows").list.len(),
-            pl.col("_flows").list.join(", "),
-            "_resumes",
-            pl.when(pl.col("event_ids").list.len() > 0)
+        detail=text(
+            "Session {session_id} ended with {how} (flow {_end_flow}), yet {n} later request(s) "
+            "were answered 2xx (flows {flows}; {_resumes} of them resumes with Last-Event-ID "
+            "{cursors}; replica(s) {replicas}). The server still serves a session that is gone: "
+            "the client acts in a session whose state was dropped, and a replay may come from a "
+            "log that should have been deleted.",
+            how=how.otherwise(pl.lit("a 404 to a request carrying it")),
+            n=pl.col("_flows").list.len(),
+            flows=pl.col("_flows").list.join(", "),
+            cursors=pl.when(pl.col("event_ids").list.len() > 0)
             .then(pl.col("event_ids").list.join(", "))
             .otherwise(pl.lit("none")),
-            pl.when(pl.col("_replicas").list.len() > 0)
+            replicas=pl.when(pl.col("_replicas").list.len() > 0)
             .then(pl.col("_replicas").list.join(", "))
             .otherwise(pl.lit("unknown")),
         ),

@@ -18,6 +18,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import fruitless
+from analyzer.wording import text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -35,23 +36,19 @@ def detect(timeline: Timeline, *, min_resumes: int = 5) -> pl.LazyFrame:
     runs = fruitless.runs(timeline).filter(pl.col("flow_ids").list.len() >= min_resumes)
     return emit(
         runs,
-        title=pl.format(
-            "{} resumes of stream {} with no new message",
-            pl.col("flow_ids").list.len(),
-            "stream_id",
+        title=text(
+            "{n} resumes of stream {stream_id} with no new message", n=pl.col("flow_ids").list.len()
         ),
-        detail=pl.format(
-            "Session {}: the stream of request {} (stream {}) was resumed {} times in a row "
-            "(GETs {}; Last-Event-ID {}; answered {}) and no resume brought a new message, while "
-            "its response was owed and never arrived. The client spins on a stream the server no "
-            "longer feeds.",
-            "session_id",
-            pl.col("request_id").fill_null("?"),
-            "stream_id",
-            pl.col("flow_ids").list.len(),
-            pl.col("flow_ids").list.join(", "),
-            pl.col("event_ids").list.join(", "),
-            pl.col("_status").list.join(", "),
+        detail=text(
+            "Session {session_id}: the stream of request {request_id} (stream {stream_id}) was "
+            "resumed {n} times in a row (GETs {flows}; Last-Event-ID {cursors}; answered "
+            "{statuses}) and no resume brought a new message, while its response was owed and "
+            "never arrived. The client spins on a stream the server no longer feeds.",
+            request_id=pl.col("request_id").fill_null("?"),
+            n=pl.col("flow_ids").list.len(),
+            flows=pl.col("flow_ids").list.join(", "),
+            cursors=pl.col("event_ids").list.join(", "),
+            statuses=pl.col("_status").list.join(", "),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

@@ -16,6 +16,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import waits
+from analyzer.wording import or_unknown, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -42,21 +43,15 @@ def detect(timeline: Timeline, *, tolerance: float = 0.1) -> pl.LazyFrame:
     )
     return emit(
         found.join(timeline.exchanges.select("flow_id", "era"), on="flow_id", how="left"),
-        title=pl.format("resume after {} ms, retry was {} ms", "_wait_ms", "_retry_ms"),
-        detail=pl.format(
-            "Session {}: the server closed the connection of stream {} (flow {}, replica {}) after "
-            "`retry: {}`, and the client resumed it {} ms later (GET {}, Last-Event-ID {}), "
-            "sooner than the spec's wait (2025-11-25: the client MUST wait the retry time before "
-            "resuming). A server that closes to shed load or to hand the stream over is hit again "
-            "before it is ready, and a resume answered too early may replay nothing.",
-            "session_id",
-            "stream_id",
-            "_prev_flow",
-            pl.col("_prev_replica").fill_null("unknown"),
-            "_retry_ms",
-            "_wait_ms",
-            "flow_id",
-            "cursor",
+        title=text("resume after {_wait_ms} ms, retry was {_retry_ms} ms"),
+        detail=text(
+            "Session {session_id}: the server closed the connection of stream {stream_id} (flow "
+            "{_prev_flow}, replica {replica}) after `retry: {_retry_ms}`, and the client resumed "
+            "it {_wait_ms} ms later (GET {flow_id}, Last-Event-ID {cursor}), sooner than the "
+            "spec's wait (2025-11-25: the client MUST wait the retry time before resuming). A "
+            "server that closes to shed load or to hand the stream over is hit again before it "
+            "is ready, and a resume answered too early may replay nothing.",
+            replica=or_unknown("_prev_replica"),
         ),
         remedy=REMEDY,
         flow_ids=pl.concat_list("_prev_flow", "flow_id"),

@@ -20,6 +20,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline.replays import other_session_replays
+from analyzer.wording import pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -41,31 +42,23 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
     other = pl.col("status") == "other_session"
     found = (
         pl.when(other)
-        .then(pl.format("issued only in session {}", "cursor_session_id"))
+        .then(text("issued only in session {cursor_session_id}"))
         .when(pl.col("status") == "unresolved")
-        .then(
-            pl.concat_str(
-                pl.lit("never issued in any captured session"),
-                pl.format(" at {}", "_origin"),
-                ignore_nulls=True,
-            )
-        )
+        .then(pl.concat_str(pl.lit(_UNRESOLVED), text(" at {_origin}"), ignore_nulls=True))
         .otherwise(pl.lit("issued in this session"))
     )
-    where = pl.format(
-        " (stream {}, flow {}{})",
-        "cursor_stream_id",
-        "cursor_flow_id",
-        pl.when(pl.col("cursor_priming")).then(pl.lit(", a priming event")).otherwise(pl.lit("")),
+    where = text(
+        " (stream {cursor_stream_id}, flow {cursor_flow_id}{priming})",
+        priming=pick((pl.col("cursor_priming"), ", a priming event"), otherwise=""),
     )
     notes = pl.concat_str(
         pl.when(other).then(where),
         pl.lit("."),
-        pl.format(" The server answered {}.", pl.col("answer_status").cast(pl.String)),
+        text(" The server answered {status}.", status=pl.col("answer_status").cast(pl.String)),
         pl.when(pl.col("_opening")).then(pl.lit(_OPENING)),
         pl.when(sessionless).then(pl.lit(_SESSIONLESS)),
         pl.when(unseen_start).then(pl.lit(_UNSEEN_START)),
-        pl.when(honoured).then(pl.format(_HONOURED, pl.col("_replayed").list.join(", "))),
+        pl.when(honoured).then(text(_HONOURED, replayed=pl.col("_replayed").list.join(", "))),
         ignore_nulls=True,
     )
     sent_with = pl.when(pl.col("_opening")).then(pl.lit("the session-opening request"))
@@ -81,22 +74,19 @@ def detect(timeline: Timeline) -> pl.LazyFrame:
         .filter((pl.col("status") != "resolved") | pl.col("_opening"))
         .pipe(
             emit,
-            severity=pl.when(honoured)
-            .then(pl.lit("high"))
-            .when(sessionless | unseen_start)
-            .then(pl.lit("info"))
-            .otherwise(pl.lit("medium")),
-            title=pl.format(
-                "cursor {} {}, sent with {}", "cursor", found, sent_with.otherwise("method")
+            severity=pick(
+                (honoured, "high"), (sessionless | unseen_start, "info"), otherwise="medium"
             ),
-            detail=pl.format(
-                "Session {}: {} {} carried Last-Event-ID {}, {}{}",
-                "session_id",
-                "method",
-                "flow_id",
-                "cursor",
-                found,
-                notes,
+            title=text(
+                "cursor {cursor} {found}, sent with {sent_with}",
+                found=found,
+                sent_with=sent_with.otherwise(pl.col("method")),
+            ),
+            detail=text(
+                "Session {session_id}: {method} {flow_id} carried Last-Event-ID {cursor}, "
+                "{found}{notes}",
+                found=found,
+                notes=notes,
             ),
             remedy=REMEDY,
             flow_ids=pl.concat_list("flow_id", "cursor_flow_id"),
@@ -117,7 +107,10 @@ _SESSIONLESS = (
     "whose stream broke re-issues the request under a new id."
 )
 _UNSEEN_START = " The session's start is not in the capture: the id may predate the capture."
-_HONOURED = " The server honoured it: it replayed message(s) {} of that session into this one."
+_HONOURED = (
+    " The server honoured it: it replayed message(s) {replayed} of that session into this one."
+)
+_UNRESOLVED = "never issued in any captured session"
 REMEDY: Final = (
     "Clients must drop cursors that predate the session (clear the stored Last-Event-ID on "
     "initialize and after a 404); servers should reject a cursor the session never issued "

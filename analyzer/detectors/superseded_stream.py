@@ -18,6 +18,7 @@ import polars as pl
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
 from analyzer.timeline import replaced
+from analyzer.wording import pick, text
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -32,28 +33,24 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per replaced GET stream that was resumed."""
+    cursors = pl.col("event_ids").list.join(", ")
     return emit(
         replaced.resumed(timeline),
-        severity=pl.when(pl.col("_kept") | ~pl.col("_answered"))
-        .then(pl.lit("low"))
-        .otherwise(pl.lit("medium")),
-        title=pl.format("replaced GET stream resumed from {}", pl.col("event_ids").list.join(", ")),
-        detail=pl.format(
-            "Session {}: standalone GET stream {} was resumed (GET {}, Last-Event-ID {}) "
-            "after GET stream {} had replaced it{}. Servers keep one replay log per "
-            "session's standalone stream (the official SDKs key it per session), so such a "
-            "resume replays the newer stream's messages a second time, or nothing: messages "
-            "get duplicated or lost.",
-            "session_id",
-            "stream_id",
-            pl.col("flow_ids").list.join(", "),
-            pl.col("event_ids").list.join(", "),
-            "_new_stream_id",
-            pl.when(pl.col("_kept"))
-            .then(pl.lit(" (both were connected at once: the server kept the older one)"))
-            .when(~pl.col("_answered"))
-            .then(pl.lit(" (the server refused the resume: nothing was replayed)"))
-            .otherwise(pl.lit("")),
+        severity=pick((pl.col("_kept") | ~pl.col("_answered"), "low"), otherwise="medium"),
+        title=text("replaced GET stream resumed from {cursors}", cursors=cursors),
+        detail=text(
+            "Session {session_id}: standalone GET stream {stream_id} was resumed (GET {flows}, "
+            "Last-Event-ID {cursors}) after GET stream {_new_stream_id} had replaced it{why}. "
+            "Servers keep one replay log per session's standalone stream (the official SDKs key "
+            "it per session), so such a resume replays the newer stream's messages a second "
+            "time, or nothing: messages get duplicated or lost.",
+            flows=pl.col("flow_ids").list.join(", "),
+            cursors=cursors,
+            why=pick(
+                (pl.col("_kept"), " (both were connected at once: the server kept the older one)"),
+                (~pl.col("_answered"), " (the server refused the resume: nothing was replayed)"),
+                otherwise="",
+            ),
         ),
         remedy=REMEDY,
         flow_ids="flow_ids",

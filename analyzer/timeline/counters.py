@@ -20,6 +20,7 @@ __all__ = [
     "id_counters",
     "own_prefixes",
     "ran_back",
+    "ran_back_by_incarnation",
     "resume_counters",
     "went_on_at",
 ]
@@ -267,3 +268,28 @@ def ran_back(
         )
     )
     return went_back.join(issues, on=["flow_id", "ordinal"], how="left")
+
+
+def ran_back_by_incarnation(
+    events: pl.LazyFrame, incarnations: pl.LazyFrame, counters: pl.LazyFrame
+) -> pl.LazyFrame:
+    """`ran_back`'s rows gathered per incarnation (`session_id`, `stream_id`, `incarnation`), in
+    wire order: the ids that went back (`back`), those that are no exact replay (`new`), whether
+    one of those was issued earlier in the session (`collides`: with another payload), whether
+    every one went back to the cursor (`below_cursor`), `first_ts` and `last_ts`, and the
+    incarnation's `cursor`, `flow_id` and `replica`."""
+    incarnation = ("stream_id", "incarnation")
+    return (
+        ran_back(events, incarnations, counters)
+        .sort(*incarnation, "ordinal")
+        .group_by("session_id", *incarnation, maintain_order=True)
+        .agg(
+            pl.col("event_id").alias("back"),
+            pl.col("event_id").filter(~pl.col("exact")).alias("new"),
+            (pl.col("reused") & ~pl.col("exact")).any().alias("collides"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+            pl.col("at_cursor").all().alias("below_cursor"),
+            pl.col("cursor", "flow_id", "replica").first(),
+        )
+    )

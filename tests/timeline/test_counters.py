@@ -13,6 +13,7 @@ from analyzer.timeline.counters import (
     id_counters,
     own_prefixes,
     ran_back,
+    ran_back_by_incarnation,
     resume_counters,
     went_on_at,
 )
@@ -188,3 +189,35 @@ def test_ran_back_finds_ids_at_or_below_the_cursor_or_the_highest_sent() -> None
         ("e3", 1, "e3", True, False, True),
     ]
     assert _ran_back(rising) == []
+
+
+def test_ran_back_by_incarnation_gathers_an_incarnations_ids_in_wire_order() -> None:
+    def replay_then_reuse(s: Session) -> None:
+        s.send(s.open(3), 0, note("e1", "a"), note("e2", "b"), note("e3", "c"), end="error")
+        s.send(
+            s.open(cursor="e3", replica="b"), 0, note("e2", "b"), note("e3", "x"), end="complete"
+        )
+
+    def back_within_one_response(s: Session) -> None:
+        s.send(
+            s.open(),
+            0,
+            note("s2_17", "a"),
+            note("s2_18", "b"),
+            note("s2_3", "c"),
+            note("s2_4", "d"),
+            end="complete",
+        )
+
+    def gathered(build: Callable[[Session], None]) -> list[tuple[object, ...]]:
+        c = Capture().open()
+        build(Session(c, "S1"))
+        tl = timeline_of(c)
+        got = ran_back_by_incarnation(tl.sse_events, tl.incarnations, tl.id_counters)
+        columns = ("incarnation", "back", "new", "collides", "below_cursor", "cursor", "replica")
+        return got.select(columns).collect().rows()
+
+    assert gathered(replay_then_reuse) == [(1, ["e2", "e3"], ["e3"], True, True, "e3", "b")]
+    assert gathered(back_within_one_response) == [
+        (0, ["s2_3", "s2_4"], ["s2_3", "s2_4"], False, False, None, "127.0.0.1:9000")
+    ]
