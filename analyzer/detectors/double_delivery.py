@@ -19,7 +19,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
-from analyzer.timeline.replays import key_hash, recurring_hashes
+from analyzer.timeline.replays import delivered_twice
 from analyzer.wording import pick, text
 
 if TYPE_CHECKING:
@@ -33,31 +33,7 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per message carried twice on one response."""
-    delivered = timeline.messages.filter(
-        (pl.col("source") == "sse")
-        & (pl.col("direction") == "s2c")
-        & pl.col("event_id").is_not_null()
-        & pl.col("payload_hash").is_not_null()
-    )
-    # Twice-carried keys are rare: find them by their hashes first, then group only their rows.
-    key = ("session_id", "stream_id", "flow_id", "event_id", "payload_hash")
-    again = recurring_hashes(delivered, *key).collect(engine="streaming").lazy()
-    twice = (
-        delivered.with_columns(key_hash(*key))
-        .join(again, on="_key", how="semi")
-        .group_by(*key)
-        .agg(
-            pl.len().alias("_times"),
-            pl.col("incarnation").first(),
-            pl.col("kind").cast(pl.String).first().alias("_kind"),
-            pl.col("method").first().alias("_method"),
-            pl.col("rpc_id").first(),
-            pl.col("ts").min().alias("first_ts"),
-            pl.col("ts").max().alias("last_ts"),
-        )
-        .filter(pl.col("_times") >= 2)
-        .rename({"event_id": "_event_id"})
-    )
+    twice = delivered_twice(timeline.messages)
     eras = timeline.streams.select("stream_id", "era")
     is_answer = pl.col("_kind").is_in(["request", "response", "error"])
     what = (

@@ -26,6 +26,7 @@ __all__ = [
     "RESUMED_EVENT_COLUMNS",
     "RESUMED_PROGRESS_COLUMNS",
     "carried_keys",
+    "delivered_twice",
     "foreign_session_events",
     "key_hash",
     "other_session_replays",
@@ -99,6 +100,40 @@ def recurring_hashes(rows: pl.LazyFrame, *key: str) -> pl.LazyFrame:
         .sort("_key")
         .filter(pl.col("_key") == pl.col("_key").shift())
         .unique()
+    )
+
+
+def delivered_twice(messages: pl.LazyFrame) -> pl.LazyFrame:
+    """The server-to-client SSE messages one response carried more than once: a row per
+    (session_id, stream_id, flow_id, event id, payload_hash) seen twice or more, with how many
+    times (`_times`), its incarnation, kind, method and rpc id, and its first and last time.
+
+    Twice-carried keys are rare: they are found by their hashes first (`recurring_hashes`),
+    then only their rows are grouped on the key's values, which judge.
+    """
+    delivered = messages.filter(
+        (pl.col("source") == "sse")
+        & (pl.col("direction") == "s2c")
+        & pl.col("event_id").is_not_null()
+        & pl.col("payload_hash").is_not_null()
+    )
+    key = ("session_id", "stream_id", "flow_id", "event_id", "payload_hash")
+    again = recurring_hashes(delivered, *key).collect(engine="streaming").lazy()
+    return (
+        delivered.with_columns(key_hash(*key))
+        .join(again, on="_key", how="semi")
+        .group_by(*key)
+        .agg(
+            pl.len().alias("_times"),
+            pl.col("incarnation").first(),
+            pl.col("kind").cast(pl.String).first().alias("_kind"),
+            pl.col("method").first().alias("_method"),
+            pl.col("rpc_id").first(),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+        .filter(pl.col("_times") >= 2)
+        .rename({"event_id": "_event_id"})
     )
 
 

@@ -15,6 +15,7 @@ from analyzer.timeline.replays import (
     RESUMED_EVENT_COLUMNS,
     RESUMED_PROGRESS_COLUMNS,
     carried_keys,
+    delivered_twice,
     other_session_replays,
     recurring_events,
     recurring_keys,
@@ -135,6 +136,38 @@ def test_replay_messages_are_the_messages_the_given_events_carried() -> None:
     # Given the carriers' keys instead, as `build_timeline` does: the same rows.
     by_keys = replay_messages(messages, carried_keys(first, second)).collect()
     assert_frame_equal(by_keys, found, check_row_order=False)
+
+
+def at(second: int) -> dt.datetime:
+    """A time `second` seconds into the epoch (UTC)."""
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=second)
+
+
+def test_delivered_twice_is_what_one_response_carried_again_with_the_same_payload() -> None:
+    rows = [  # (flow_id, stream_id, event_id, payload_hash, source, direction, ts)
+        ("f1", "s1", "e1", "p", "sse", "s2c", at(1)),  # carried three times on f1
+        ("f1", "s1", "e1", "p", "sse", "s2c", at(2)),
+        ("f1", "s1", "e1", "p", "sse", "s2c", at(5)),
+        ("f1", "s1", "e2", "p", "sse", "s2c", at(3)),  # the same payload under another id: once
+        ("f1", "s1", "e3", "p", "sse", "s2c", at(3)),
+        ("f1", "s1", "e4", "a", "sse", "s2c", at(3)),  # the same id with another payload
+        ("f1", "s1", "e4", "b", "sse", "s2c", at(4)),
+        ("f2", "s1", "e1", "p", "sse", "s2c", at(6)),  # a replay on a later response: not twice
+        ("f3", "s3", "e9", "q", "request_body", "c2s", at(1)),  # not an SSE event
+        ("f3", "s3", "e9", "q", "request_body", "c2s", at(2)),
+        ("f4", "s4", None, "q", "sse", "s2c", at(1)),  # no event id
+        ("f4", "s4", None, "q", "sse", "s2c", at(2)),
+    ]
+    names = ("flow_id", "stream_id", "event_id", "payload_hash", "source", "direction", "ts")
+    messages = pl.LazyFrame(
+        {name: [dict(zip(names, r, strict=True)).get(name) for r in rows] for name in S.MESSAGES},
+        schema=S.MESSAGES,
+    )
+    found = delivered_twice(messages).collect()
+    assert found.select("flow_id", "_event_id", "payload_hash", "_times").rows() == [
+        ("f1", "e1", "p", 3)
+    ]
+    assert found.select("first_ts", "last_ts").row(0) == (at(1), at(5))
 
 
 def test_resumed_progress_is_each_resumed_streams_progress_in_stream_order() -> None:
