@@ -321,7 +321,10 @@ def test_a_test_outside_the_proxy_tier_cannot_start_the_proxy(tmp_path: Path) ->
         pass
 
 
-@pytest.mark.parametrize(("profile", "counts"), [("default", [5, 60, 300]), ("fast", [5, 12, 60])])
+@pytest.mark.parametrize(
+    ("profile", "counts"),
+    [("default", [5, 60, 300]), ("seamwatch", [5, 60, 300]), ("fast", [5, 12, 60])],
+)
 def test_property_tests_run_their_own_count_but_a_fifth_on_the_fast_profile(
     profile: str, counts: list[int]
 ) -> None:
@@ -331,3 +334,15 @@ def test_property_tests_run_their_own_count_but_a_fifth_on_the_fast_profile(
         assert [examples(n) for n in (5, 60, 300)] == counts
     finally:
         settings.load_profile(loaded)
+
+
+@pytest.mark.parametrize("profile", ["seamwatch", "fast"])
+def test_no_property_test_fails_for_its_speed(profile: str) -> None:
+    """The suite's profiles have no deadline: a loaded machine must not fail a property test."""
+    loaded = settings.get_current_profile_name()
+    try:
+        settings.load_profile(profile)
+        assert settings.default.deadline is None
+    finally:
+        settings.load_profile(loaded)
+    assert loaded in {"seamwatch", "fast"}  # the suite runs under one of them
