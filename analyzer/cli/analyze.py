@@ -52,8 +52,6 @@ from analyzer.findings import Severity
 from analyzer.report import Report, at_or_above
 from analyzer.report.run import build_report, write_report, write_text
 from analyzer.scratch import scratch_prefix
-from analyzer.spark import DEFAULT_MASTER, analyze_spark
-from analyzer.spark.cache import is_uri
 
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
@@ -134,6 +132,10 @@ def analyze_paths(
     only, disable, config = detector_options(args)
     spark = getattr(args, "engine", "polars") == "spark"
     paths = [Path(p) for p in args.paths]
+    if spark:
+        # Spark, pyarrow and the engine's modules load only for this engine: an analysis on the
+        # default engine does not pay their import at every start.
+        from analyzer.spark.cache import is_uri
     for path in paths:
         if spark and is_uri(str(path)):
             continue  # listed by Spark's file system (analyzer.spark.inputs)
@@ -187,6 +189,8 @@ def _spark_report(
     """`analyze_paths` on the Spark engine (`analyzer.spark`): the same report."""
     if on_timeline is not None:
         raise UsageError("--format otlp-json needs the timeline: not with --engine spark")
+    from analyzer.spark import DEFAULT_MASTER, analyze_spark
+
     try:
         return analyze_spark(
             paths,

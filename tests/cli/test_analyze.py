@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +21,7 @@ from analyzer.findings import Severity, empty_findings
 from analyzer.ingest.common import UnreadableInput, UnsupportedSchema
 from analyzer.schema import EXCHANGES, SESSIONS, STREAMS
 from analyzer.timeline.frames import FRAMES
+from tests.support.records import Capture
 from tests.support.report_sample import ROWS, make_report
 
 T0_NS = 1_750_000_000_000_000_000
@@ -380,3 +383,25 @@ def test_analyze_names_the_files_it_merges_from_a_folder_others_can_write(
     os.chmod(folder, 0o755)
     analyze(str(folder), "--no-cache", "--format", "json")
     assert capsys.readouterr().err == ""
+
+
+def test_the_default_engine_loads_neither_spark_nor_pyarrow(tmp_path: Path) -> None:
+    """Spark's modules (and pyarrow with them) load only for `--engine spark`: every analysis on
+    the default engine would otherwise pay their import at its start."""
+    capture = Capture().open().close().write(tmp_path / "capture.jsonl")
+    probe = (
+        "import sys\n"
+        "from analyzer.cli import main\n"
+        "try:\n"
+        f"    main(['analyze', {str(capture)!r}, '--format', 'json', '--fail-on', 'none',"
+        f" '--no-cache', '--out', {str(tmp_path / 'report.json')!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('analyzer.spark', 'pyarrow', 'pyspark')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+    assert (tmp_path / "report.json").exists()
