@@ -10,8 +10,8 @@ First, in Spark, each key ties its groups to its least one (its *anchor*): `node
 one shuffle by key, as many rows as distinct pairs, however many keys a pair shares. The
 components of those pairs are the components of the keys. When they are few (`DRIVER_ROWS` at
 most, counted by a bounded collect that stops one row past), the driver takes them and finds
-the components itself by union-find: one Spark job, however long the chains of keys, where the
-label propagation below plans and schedules a few jobs a round. A component is its least node
+the components itself by union-find: one Spark query, however long the chains of keys, where
+the label propagation below plans and schedules two a round. A component is its least node
 either way.
 
 Otherwise, label propagation over the bipartite graph of keys and groups, by joins: each group
