@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.spark.components import ALL_IN_ONE, components
+from analyzer.spark.components import ALL_IN_ONE, components, least_of_sets
 
 # (case, `key, node` rows, expected node -> component)
 CASES = [
@@ -33,16 +33,63 @@ CASES = [
 ]
 
 
+# Where the components are found: on the driver (the pairs fit), in Spark (they do not).
+WHERE = {"driver": 1000, "propagation": 0}
+
+
+@pytest.mark.parametrize("where", list(WHERE))
 @pytest.mark.parametrize(("rows", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_components(spark: Any, rows: list[tuple[str, str]], expected: dict[str, str]) -> None:
+def test_components(
+    spark: Any, rows: list[tuple[str, str]], expected: dict[str, str], where: str
+) -> None:
     frame = spark.createDataFrame(rows, "key string, node string")
-    found = {r["node"]: r["component"] for r in components(frame).collect()}
-    assert found == expected
+    found = components(frame, driver_rows=WHERE[where])
+    assert {r["node"]: r["component"] for r in found.collect()} == expected
+
+
+@pytest.mark.parametrize(("rows", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_least_of_sets(rows: list[tuple[str, str]], expected: dict[str, str]) -> None:
+    # The pairs Spark hands the driver: each key's nodes tied to its least one.
+    anchors = {key: min(n for k, n in rows if k == key) for key, _ in rows}
+    assert least_of_sets((node, anchors[key]) for key, node in rows) == expected
+
+
+def test_least_of_sets_roots_each_set_at_its_least_node_whatever_the_order() -> None:
+    pairs = [("m", "z"), ("b", "z"), ("q", "r"), ("a", "m"), ("r", "c")]
+    expected = dict.fromkeys(("a", "b", "m", "z"), "a") | dict.fromkeys(("c", "q", "r"), "c")
+    assert least_of_sets(pairs) == expected
+    assert least_of_sets(reversed(pairs)) == expected
 
 
 def test_labels_that_do_not_settle_put_every_node_in_one_component(spark: Any) -> None:
     rows = [("k1", "d"), ("k1", "c"), ("k2", "c"), ("k2", "b"), ("k3", "b"), ("k3", "a")]
     rows += [("k9", "x"), ("k9", "y")]
     frame = spark.createDataFrame(rows, "key string, node string")
-    found = {r["node"]: r["component"] for r in components(frame, max_rounds=1).collect()}
-    assert found == dict.fromkeys(("a", "b", "c", "d", "x", "y"), ALL_IN_ONE)
+    found = components(frame, max_rounds=1, driver_rows=0).collect()
+    assert {r["node"]: r["component"] for r in found} == dict.fromkeys("abcdxy", ALL_IN_ONE)
+
+
+def test_pairs_the_driver_takes_need_no_rounds(spark: Any) -> None:
+    # The same chain as above, within the driver's bound: its components whatever the rounds.
+    rows = [("k1", "d"), ("k1", "c"), ("k2", "c"), ("k2", "b"), ("k3", "b"), ("k3", "a")]
+    rows += [("k9", "x"), ("k9", "y")]
+    frame = spark.createDataFrame(rows, "key string, node string")
+    found = components(frame, max_rounds=1, driver_rows=8).collect()
+    assert {r["node"]: r["component"] for r in found} == {
+        **dict.fromkeys("abcd", "a"),
+        **dict.fromkeys("xy", "x"),
+    }
+
+
+def test_pairs_past_the_bound_go_to_propagation(spark: Any) -> None:
+    # 8 distinct pairs (one a node): a bound of 7 is one short, and the unsettled rounds show it.
+    rows = [("k1", "d"), ("k1", "c"), ("k2", "c"), ("k2", "b"), ("k3", "b"), ("k3", "a")]
+    rows += [("k9", "x"), ("k9", "y")]
+    frame = spark.createDataFrame(rows, "key string, node string")
+    found = components(frame, max_rounds=1, driver_rows=7).collect()
+    assert {r["component"] for r in found} == {ALL_IN_ONE}
+
+
+def test_no_memberships_no_components(spark: Any) -> None:
+    frame = spark.createDataFrame([], "key string, node string")
+    assert components(frame).collect() == []
