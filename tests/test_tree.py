@@ -93,7 +93,6 @@ DETECTORS_OVER_80 = frozenset(
         "counter_reset",
         "cross_session_replay",
         "cross_stream_replay",
-        "duplicate_event_id",
         "duplicate_response",
         "lost_response",
         "phantom_resume",

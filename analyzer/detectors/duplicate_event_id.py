@@ -15,6 +15,7 @@ import polars as pl
 
 from analyzer.detection import Detector
 from analyzer.findings import Severity, emit
+from analyzer.timeline.replays import reissued
 from analyzer.wording import text
 
 if TYPE_CHECKING:
@@ -30,29 +31,10 @@ REMEDY: Final = (
 
 def detect(timeline: Timeline) -> pl.LazyFrame:
     """One finding per (session, event id) that named more than one payload."""
-    kinds = timeline.sessions.select("session_id", "kind")
     flows = timeline.exchanges.select("flow_id", "replica", "era")
-    # Without a server session, ids only have to be unique within one logical stream.
-    scope = (
-        pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
-        .then(pl.lit(""))
-        .otherwise(pl.col("stream_id").fill_null(""))
-        .alias("_scope")
-    )
-    # The events whose id recurs in their session (`Timeline.recurring_events`): only those
-    # can have been issued with more than one payload.
-    recurring = timeline.recurring_events.join(kinds, on="session_id", how="left").with_columns(
-        scope, pl.struct("event", "payload_hash").alias("_payload")
-    )
     key = ("session_id", "_scope", "event_id")
-    # Most recurring ids are replays of one payload: only the ids with several meet their flows.
-    several = (
-        recurring.group_by(key)
-        .agg(pl.col("_payload").n_unique().alias("_payloads"))
-        .filter(pl.col("_payloads") > 1)
-    )
     issued = (
-        recurring.join(several, on=key, nulls_equal=True)
+        reissued(timeline.recurring_events, timeline.sessions)
         .join(flows, on="flow_id", how="left")
         .sort("ts", "seq", "ordinal")
     )

@@ -34,6 +34,7 @@ __all__ = [
     "recurring_events",
     "recurring_hashes",
     "recurring_keys",
+    "reissued",
     "replay_messages",
     "resumed_events",
     "resumed_flows",
@@ -156,6 +157,31 @@ def recurring_events(events: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
             owned("session_id", "stream_id", "flow_id", "event_id", "event", "payload_hash")
         )
     )
+
+
+def reissued(recurring: pl.LazyFrame, sessions: pl.LazyFrame) -> pl.LazyFrame:
+    """The recurring events (`recurring_events`) whose id was issued with more than one payload
+    (event type and `payload_hash`) where ids must be unique: the session, or without a server
+    session (`anon:` and `client:` keys) the logical stream (`_scope`: "" or the stream id).
+    Each with `_payloads`, how many payloads its id named."""
+    scope = (
+        pl.when(pl.col("kind").is_in(["mcp", "legacy"]))
+        .then(pl.lit(""))
+        .otherwise(pl.col("stream_id").fill_null(""))
+        .alias("_scope")
+    )
+    kinds = sessions.select("session_id", "kind")
+    scoped = recurring.join(kinds, on="session_id", how="left").with_columns(
+        scope, pl.struct("event", "payload_hash").alias("_payload")
+    )
+    key = ("session_id", "_scope", "event_id")
+    # Most recurring ids are replays of one payload: only the ids with several are kept.
+    several = (
+        scoped.group_by(key)
+        .agg(pl.col("_payload").n_unique().alias("_payloads"))
+        .filter(pl.col("_payloads") > 1)
+    )
+    return scoped.join(several, on=key, nulls_equal=True)
 
 
 def resumed_events(events: pl.LazyFrame, resumptions: pl.LazyFrame) -> pl.LazyFrame:

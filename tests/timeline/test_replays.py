@@ -19,6 +19,7 @@ from analyzer.timeline.replays import (
     other_session_replays,
     recurring_events,
     recurring_keys,
+    reissued,
     replay_messages,
     resumed_events,
     resumed_flows,
@@ -75,6 +76,42 @@ RESUMPTIONS = pl.LazyFrame(
         "answer_stream_id": ["s1", "g2", None],
     }
 )
+
+
+def test_reissued_are_the_ids_issued_with_several_payloads_where_ids_must_be_unique() -> None:
+    rows = [  # (session_id, stream_id, event_id, event, payload_hash)
+        ("S", "s1", "e1", "message", "p"),  # a replay of one payload: not reissued
+        ("S", "s2", "e1", "message", "p"),
+        ("S", "s1", "e2", "message", "p"),  # two payloads on two streams of a session
+        ("S", "s2", "e2", "message", "q"),
+        ("S", "s1", "e3", "message", "p"),  # the same data as another event type
+        ("S", "s1", "e3", "other", "p"),
+        ("A", "a1", "e5", "message", "p"),  # no server session: two streams may share an id
+        ("A", "a2", "e5", "message", "q"),
+        ("A", "a1", "e6", "message", "p"),  # but not within one stream
+        ("A", "a1", "e6", "message", "q"),
+        ("A", "a1", "e6", "message", "r"),
+    ]
+    names = ("session_id", "stream_id", "event_id", "event", "payload_hash")
+    recurring = pl.LazyFrame(
+        {n: [dict(zip(names, r, strict=True)).get(n) for r in rows] for n in S.RECURRING_EVENTS},
+        schema=S.RECURRING_EVENTS,
+    )
+    sessions = pl.LazyFrame(
+        {"session_id": ["S", "A"], "kind": ["mcp", "anon"]},
+        schema={"session_id": pl.String, "kind": S.SESSIONS["kind"]},
+    )
+    found = reissued(recurring, sessions).collect()
+    got = sorted(found.select("event_id", "stream_id", "_scope", "_payloads").rows())
+    assert got == [
+        ("e2", "s1", "", 2),
+        ("e2", "s2", "", 2),
+        ("e3", "s1", "", 2),
+        ("e3", "s1", "", 2),
+        ("e6", "a1", "a1", 3),
+        ("e6", "a1", "a1", 3),
+        ("e6", "a1", "a1", 3),
+    ]
 
 
 def test_resumed_events_are_every_event_of_the_streams_a_resume_continued() -> None:
