@@ -16,7 +16,7 @@ from analyzer import SeamwatchError
 from analyzer import schema as S
 from analyzer.cache import FrameWriter, frame_set, read_frames, read_through
 from analyzer.command import UsageError, one_line
-from analyzer.ingest import Ingested, IngestError, read_inputs
+from analyzer.ingest import Ingested, read_inputs
 from analyzer.ingest.tail import CaptureTail
 from analyzer.timeline import RawTables, Timeline, assemble, build_timeline
 from analyzer.timeline.frames import STORED
@@ -138,7 +138,7 @@ def load_timeline(
             on_step=on_step,
             spill_dir=spill_dir,
         )
-    except (IngestError, SeamwatchError, OSError) as e:
+    except (SeamwatchError, OSError) as e:  # an `IngestError` is a SeamwatchError
         raise UsageError(one_line(e)) from None
 
 

@@ -50,7 +50,7 @@ def json_number(name: str) -> pl.Expr:
 def pick(*branches: tuple[pl.Expr, str], otherwise: str | pl.Expr) -> pl.Expr:
     """The text of the first branch whose condition holds, else `otherwise`."""
     last = otherwise if isinstance(otherwise, pl.Expr) else pl.lit(otherwise)
-    return pl.coalesce(*(pl.when(cond).then(pl.lit(text)) for cond, text in branches), last)
+    return pl.coalesce(*(pl.when(cond).then(pl.lit(said)) for cond, said in branches), last)
 
 
 def seconds(delta: pl.Expr) -> pl.Expr:

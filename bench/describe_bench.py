@@ -210,24 +210,26 @@ def _parse_phases(path: Path, repeat: int) -> None:
         for _ in range(max(1, repeat)):
             for name, describe in variants.items():  # in turn
                 Normalizer.describe_data = describe  # type: ignore[method-assign,assignment]
-                wall, cpu = time.perf_counter(), time.process_time()
-                _parse(path)
-                runs[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+                runs[name].append(_timed(_parse, path))
     finally:
         Normalizer.describe_data = variants["today"]  # type: ignore[method-assign,assignment]
     for name, timed in runs.items():
-        timed.sort()
-        cpu, wall = timed[len(timed) // 2]
-        print(
-            f"parse, describe_data {name:>6}: cpu {cpu:.2f} s  wall {wall:.2f} s  "
-            f"(cpu {timed[0][0]:.2f}-{timed[-1][0]:.2f} s over {len(timed)} runs)"
-        )
+        cpu, wall, spread = _median(timed)
+        print(f"parse, describe_data {name:>6}: cpu {cpu:.2f} s  wall {wall:.2f} s  {spread}")
 
 
-def _timed(run: Callable[[pl.Series], object], data: pl.Series) -> tuple[float, float]:
+def _timed[T](run: Callable[[T], object], given: T) -> tuple[float, float]:
+    """(cpu, wall) seconds of `run(given)`."""
     wall, cpu = time.perf_counter(), time.process_time()
-    run(data)
+    run(given)
     return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def _median(timed: list[tuple[float, float]]) -> tuple[float, float, str]:
+    """The median run's (cpu, wall) and the CPU spread over the runs, as printed."""
+    timed = sorted(timed)
+    cpu, wall = timed[len(timed) // 2]
+    return cpu, wall, f"(cpu {timed[0][0]:.2f}-{timed[-1][0]:.2f} s over {len(timed)} runs)"
 
 
 def main() -> None:
@@ -252,12 +254,10 @@ def main() -> None:
             runs[name].append(_timed(run, data))
     print(f"{data.len():,} events, {payloads:,} payloads, {screened(data).height:,} screened plain")
     for name, timed in runs.items():
-        timed.sort()
-        cpu, wall = timed[len(timed) // 2]
+        cpu, wall, spread = _median(timed)
         print(
             f"{name:>17}: cpu {cpu:.2f} s  wall {wall:.2f} s  "
-            f"{cpu / payloads * 1e6:.2f} µs/payload (cpu)  "
-            f"(cpu {timed[0][0]:.2f}-{timed[-1][0]:.2f} s over {len(timed)} runs)"
+            f"{cpu / payloads * 1e6:.2f} µs/payload (cpu)  {spread}"
         )
 
 
