@@ -56,12 +56,14 @@ def _cpu_of_tree(root: int) -> dict[int, float]:
 
 
 def run(argv: list[str], env: dict[str, str], out: Path) -> tuple[float, float]:
-    """Run `argv` (its stdout to `out`); its wall time and the CPU seconds of its tree."""
+    """Run `argv` in the folder of `out` (its stdout to `out`: `python -m` imports from the
+    current folder first, so never from a checkout's); its wall time and the CPU seconds of
+    its tree."""
     seen: dict[int, float] = {}
     done = threading.Event()
     start = time.perf_counter()
     with out.open("wb") as sink:
-        proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.PIPE, cwd=out.parent)
 
         def watch() -> None:
             while not done.is_set():
