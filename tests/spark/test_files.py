@@ -67,24 +67,17 @@ def test_a_folder_without_records_is_one_line_and_exit_2(
 
 def assert_uri_split_like_default(folder: Path) -> Any:
     """Spark on `folder` named by a `file:` URI (split by file), then the default engine on
-    the folder by path: the same findings (but the input's own name in their texts), counts
-    and report (but the names of the input and its files)."""
+    the folder by path: the same findings (but the input's name in their texts), counts and
+    report (but the names of the input and its files)."""
     result = spark_findings([folder.as_uri()], cache=False)
     timeline = read_timeline([folder], cache=False)
     (read,) = result.inputs
     assert read.path.startswith("file:") and all(f.startswith("file:") for f in read.files)
     assert [Path(f).name for f in read.files] == [Path(f).name for f in timeline.inputs[0].files]
     by_path = pl.col("title", "detail").str.replace_all(read.path, str(folder), literal=True)
-    assert_same_results(
-        replace(unnamed(result), findings=result.findings.with_columns(by_path)),
-        unnamed(timeline),
-    )
+    found = result.findings.with_columns(by_path)
+    assert_same_results(replace(result, findings=found), timeline, named=False)
     return result
-
-
-def unnamed(result: Any) -> Any:
-    """A result (or timeline) whose input reports name no path."""
-    return replace(result, inputs=tuple(replace(r, path="", files=()) for r in result.inputs))
 
 
 def test_a_uri_folder_is_split_by_file_and_reads_as_one_task_and_as_the_default_engine(
@@ -115,8 +108,8 @@ def test_a_uri_folder_is_read_a_task_a_file(spark: Any, tmp_path: Path) -> None:
         read = held[-1]
         parts = read.filter("table = 'part'").rdd.glom().map(len).collect()
         assert sorted(n for n in parts if n) == [1, 1, 1]
-        # And the crossing flows (in three files here) read whole by one more task.
-        assert rows.filter("table = 'part'").count() == 4
+        # And the crossing flows read whole: hashed into a task or two (local[2]).
+        assert rows.filter("table = 'part'").count() - 3 in (1, 2)
     finally:
         for frame in held:
             frame.unpersist()
