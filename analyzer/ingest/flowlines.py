@@ -22,7 +22,7 @@ from analyzer.ingest.jsonl import ReadPart
 from analyzer.ingest.lines import BOM, CaptureFile, RunState, parse_line, take_record
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, Normalizer
 
-__all__ = ["FlowLine", "file_lines", "flow_lines", "read_flow_lines"]
+__all__ = ["FlowLine", "file_lines", "flow_lines", "read_flow_lines", "split_lines"]
 
 
 class FlowLine(NamedTuple):
@@ -38,7 +38,13 @@ class FlowLine(NamedTuple):
 def file_lines(path: str) -> tuple[list[bytes], bool]:
     """A capture file's lines, as the reader cuts them, and whether the last one is torn."""
     with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
+        return split_lines(fh.read())
+
+
+def split_lines(content: bytes) -> tuple[list[bytes], bool]:
+    """A capture file's bytes cut into lines as the reader cuts them, and whether the last
+    one is torn."""
+    lines = content.split(b"\n")
     tail = lines.pop()
     if tail:
         lines.append(tail)

@@ -428,7 +428,7 @@ def read_capture(
 
 
 def capture_report(
-    path: Path,
+    path: Path | str,
     files: Sequence[CaptureFile],
     counts: Counter[str],
     results: Iterable[ReadPart],

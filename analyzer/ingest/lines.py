@@ -4,7 +4,8 @@ a line holds (`parse_line`: the record, or None and a count of why), and the boo
 what each record says of the capture's health (`take_record`, `mark_seq`, `missing_records`).
 
 Apart from `head` and `plan`, which open the files to read their first record, nothing here
-does I/O: the callers read the bytes and hand over lines.
+does I/O: the callers read the bytes and hand over lines (`plan_heads` plans files whose first
+records were read elsewhere: the Spark engine's executors).
 """
 
 from __future__ import annotations
@@ -27,18 +28,24 @@ __all__ = [
     "capture_files",
     "check_record",
     "count_missing",
+    "first_record",
     "head",
+    "head_fields",
     "is_capture_file",
     "mark_seq",
     "missing_records",
     "parse_line",
     "plan",
+    "plan_heads",
     "record_problem",
     "schema_version",
     "take_record",
 ]
 
 BOM = b"\xef\xbb\xbf"
+_HEAD_BYTES = 1 << 20
+# The fields of a file's first record that `plan_heads` reads.
+_PLANNED = ("kind", "schema", "run_id", "file_index", "ts_ns", "client_header", "retention")
 _HOW = frozenset({"complete", "client_closed", "server_closed", "error", "open_at_shutdown"})
 # Integer fields land in Int64 (seq, ts_ns, truncated_bytes) and Int32 (chunk n, status)
 # columns: a value past their range is no record the writer could have written.
@@ -111,14 +118,29 @@ def head(path: Path) -> tuple[dict[str, Any] | None, int]:
     """The file's first record when it parses, and the file size."""
     size = path.stat().st_size
     with path.open("rb") as fh:
-        line = fh.readline(1 << 20)
+        line = fh.readline(_HEAD_BYTES)
+    return first_record(line), size
+
+
+def first_record(content: bytes) -> dict[str, Any] | None:
+    """The first record of a file's bytes (or of its first line) when it parses, as `head`
+    reads it: the first line, up to 1 MiB."""
+    end = content.find(b"\n", 0, _HEAD_BYTES)
+    line = content[: end + 1 if end >= 0 else _HEAD_BYTES]
     if line.startswith(BOM):
         line = line[3:]
     try:
         first = json.loads(line)
     except (ValueError, RecursionError):  # RecursionError: nested too deep for json
-        return None, size
-    return (first if isinstance(first, dict) else None), size
+        return None
+    return first if isinstance(first, dict) else None
+
+
+def head_fields(first: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What `plan` reads of a file's first record (a file read elsewhere sends only these)."""
+    if first is None:
+        return None
+    return {name: first[name] for name in _PLANNED if name in first}
 
 
 def plan(
@@ -128,9 +150,23 @@ def plan(
 
     `cuts` gets, per run, the last seq that retention deleted, as capture_open records it.
     """
-    planned: dict[tuple[str, int], CaptureFile] = {}
+    heads = []
     for path in files:
         first, size = head(path)
+        heads.append((str(path), head_fields(first), size))
+    return plan_heads(heads, counts, cuts)
+
+
+def plan_heads(
+    heads: Sequence[tuple[str, dict[str, Any] | None, int]],
+    counts: Counter[str],
+    cuts: dict[str, int] | None = None,
+) -> list[CaptureFile]:
+    """`plan` of files already looked at: each file's path (or URI), the `head_fields` of its
+    first record, its size."""
+    planned: dict[tuple[str, int], CaptureFile] = {}
+    for path, first, size in heads:
+        name = Path(path).name
         if cuts is not None and first is not None:
             _retention_cuts(first, cuts)
         # A run id holding a lone surrogate (a leniently read line) cannot name the run's rows.
@@ -139,7 +175,7 @@ def plan(
             and first.get("kind") == "capture_open"
             and _text_ok(first.get("run_id"))
         ):
-            _, minor = schema_version(str(path), first.get("schema"))
+            _, minor = schema_version(path, first.get("schema"))
             if minor > SCHEMA_MINOR:
                 counts["newer_minor"] += 1
             run = str(first.get("run_id"))
@@ -148,7 +184,7 @@ def plan(
             ts = first.get("ts_ns")
             header = first.get("client_header")
             entry = CaptureFile(
-                str(path),
+                path,
                 run,
                 run,
                 header if isinstance(header, str) else None,
@@ -159,7 +195,7 @@ def plan(
         else:
             if size:
                 counts["missing_open"] += 1
-            entry = CaptureFile(str(path), f"?{path.name}", None, None, 0, 0, size)
+            entry = CaptureFile(path, f"?{name}", None, None, 0, 0, size)
         key = (entry.run, entry.file_index)
         other = planned.get(key)
         if other is not None:

@@ -21,7 +21,7 @@ from analyzer.findings import Severity, finish_findings
 from analyzer.ingest import IngestError, InputReport
 from analyzer.normalize import NormalizedFrames
 from analyzer.report import InputSummary, Report
-from analyzer.spark.cache import SparkCache, default_location, entry_key
+from analyzer.spark.cache import SparkCache, default_location, entry_key, inputs_id
 from analyzer.spark.engine import DEFAULT_MASTER, SparkResult, SparkUnavailable, bucket_count
 from analyzer.spark.inputs import Input, list_inputs
 from analyzer.spark.tasks import Options
@@ -71,11 +71,15 @@ def spark_findings(
     repeated = _repeated_inputs(inputs)
     entry = None
     location = (cache_dir or default_location(master, names)) if cache else None
+    uris = [one.name if one.uri else Path(one.name).resolve().as_uri() for one in inputs]
     if location is not None:
         files = [f for i, one in enumerate(inputs) if i not in repeated for f in one.files]
         key = entry_key(files, options, bucket_count(spark), list(repeated))
-        entry = SparkCache(location, key, bucket_count(spark))
+        entry = SparkCache(location, inputs_id(uris), key, bucket_count(spark))
+        entry.touch(spark, uris)
     result = engine.run(spark, inputs, options, already_read=repeated, cache=entry)
+    if entry is not None:
+        entry.prune(spark)
     findings = pl.concat([result.findings, _input_findings(result.inputs, options)])
     # An analysis error is about the run, not a session: each bucket that met it reported it.
     errors = pl.col("detector") == ANALYSIS_ERROR

@@ -10,13 +10,19 @@ cache and on every later one, which skips the parse as well.
 Layout, under the cache location (`--cache-dir URI`; in local mode, by default, the
 `.seamwatch-cache/` folder beside the first input, as the default engine's cache):
 
-    spark-<key 16>/records/     the bucketed table (its `_SUCCESS` is Spark's commit marker)
-    spark-<key 16>/reports/     the inputs' reports (JSON), written last: the entry is complete
+    spark-<inputs 16>-<key 16>/last-used  written when a run starts to read or write the entry
+    spark-<inputs 16>-<key 16>/records/   the bucketed table (`_SUCCESS`: Spark's commit marker)
+    spark-<inputs 16>-<key 16>/reports/   the inputs' reports (JSON), written last: complete
 
-The key hashes, as the default engine's (`analyzer.cache`), every input file's name, size and
+`<inputs>` hashes the inputs' URIs (`inputs_id`): the entries of the same inputs share it. The
+key hashes, as the default engine's (`analyzer.cache`), every input file's name, size and
 modification time, the source of the code that normalizes with the Polars version (and of the
 tasks that lay the rows out), the options that change normalization, and the bucket count; an
-entry of another key is never read (a stale one stays until removed).
+entry of another key is never read. After a run, `prune` removes the entries of the same inputs
+under other keys (files, code or options changed since) but the `KEEP` most recently used
+complete ones, and never one used within `IN_USE_S`: another run may be writing it (it is not
+complete yet) or reading it. A shared cache location holds the entries of many input sets
+(other days, other fleets): those of other inputs are never touched.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -43,17 +50,28 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "IN_USE_S",
+    "KEEP",
     "LAYOUT",
     "InputFile",
     "SparkCache",
     "code_digest",
     "default_location",
     "entry_key",
+    "inputs_id",
     "is_uri",
 ]
 
 #: The entry's own layout, in the key (1: records bucketed by group, reports beside them).
 LAYOUT: Final = 1
+#: Complete entries of the same inputs kept by `prune`, the one a run used among them: a run
+#: after a code or option change, and the one before it (a rollback, or two option sets in turn).
+KEEP: Final = 2
+#: An entry used (its writing or reading started) within this many seconds may be in use by
+#: another run, and stays. Longer than the default engine's hour for its staging folders: a
+#: run over a fleet's day may write its entry for hours (docs/spark.md, sizing).
+IN_USE_S: Final = 6 * 3600
+_USED: Final = "last-used"
 _ANALYZER = Path(__file__).resolve().parents[1]
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 
@@ -83,6 +101,12 @@ class InputFile:
     uri: str
     size: int
     mtime: int
+
+
+def inputs_id(uris: Sequence[str]) -> str:
+    """What names the entries of the same inputs (their URIs, in any order)."""
+    text = json.dumps(sorted(set(uris)))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def entry_key(
@@ -117,15 +141,58 @@ def default_location(master: str, paths: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True)
 class SparkCache:
-    """One entry of the cache: `location`/spark-`key`."""
+    """One entry of the cache: `location`/spark-`inputs`-`key`."""
 
     location: str
+    inputs: str
     key: str
     buckets: int
 
     @property
+    def name(self) -> str:
+        return f"spark-{self.inputs}-{self.key}"
+
+    @property
     def root(self) -> str:
-        return f"{self.location.rstrip('/')}/spark-{self.key}"
+        return f"{self.location.rstrip('/')}/{self.name}"
+
+    def touch(self, spark: SparkSession, uris: Sequence[str]) -> None:
+        """Mark the entry used now (`last-used`, naming its inputs), before it is read or
+        written: `prune` leaves it to this run."""
+        if self.location.startswith("file:"):
+            _private_folder(self.location)
+        fs, path = _file_system(spark, f"{self.root}/{_USED}")
+        out = fs.create(path, True)
+        try:
+            out.write(json.dumps({"inputs": sorted(set(uris))}).encode())
+        finally:
+            out.close()
+
+    def prune(self, spark: SparkSession, *, now: float | None = None) -> list[str]:
+        """Remove the entries of the same inputs under other keys but the `KEEP` most recently
+        used complete ones (this one among them) and those used within `IN_USE_S`; the
+        removed entries' URIs."""
+        fs, pattern = _file_system(spark, f"{self.location.rstrip('/')}/spark-{self.inputs}-*")
+        now = time.time() if now is None else now
+        others = []
+        for status in fs.globStatus(pattern) or []:
+            entry = status.getPath()
+            if not status.isDirectory() or str(entry.getName()) == self.name:
+                continue
+            used = _used_at(fs, entry, status)
+            complete = bool(fs.exists(entry.suffix("/reports/_SUCCESS")))
+            others.append((used, complete, entry))
+        kept = KEEP - 1  # this entry is one of them
+        removed = []
+        for used, complete, entry in sorted(others, key=lambda o: -o[0]):
+            if complete and kept > 0:
+                kept -= 1
+                continue
+            if now - used < IN_USE_S:
+                continue
+            fs.delete(entry, True)
+            removed.append(str(entry.toString()))
+        return removed
 
     def _table(self) -> str:
         return f"seamwatch_records_{self.key}"
@@ -169,10 +236,25 @@ class SparkCache:
 
 
 def _exists(spark: SparkSession, uri: str) -> bool:
+    fs, path = _file_system(spark, uri)
+    return bool(fs.exists(path))
+
+
+def _file_system(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+    """Hadoop's file system of `uri` and its `Path` (the JVM's objects)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path(uri)
-    return bool(path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path))
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def _used_at(fs: Any, entry: Any, status: Any) -> float:
+    """When an entry's use last started (seconds): its `last-used` file's modification time,
+    else the folder's own (an object store's folders have none: 0, long ago)."""
+    marker = entry.suffix(f"/{_USED}")
+    if fs.exists(marker):
+        return int(fs.getFileStatus(marker).getModificationTime()) / 1000
+    return int(status.getModificationTime()) / 1000
 
 
 def _private_folder(location: str) -> None:

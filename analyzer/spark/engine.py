@@ -36,7 +36,7 @@ from analyzer.ingest.common import describe_counts
 from analyzer.spark import tasks
 from analyzer.spark.cache import SparkCache
 from analyzer.spark.components import components
-from analyzer.spark.files import Folder, folder_reports, plan_folder, read_folders
+from analyzer.spark.files import Folder, by_file, folder_reports, plan_folder, read_folders
 from analyzer.spark.inputs import Input, read_uri_inputs
 from analyzer.spark.links import CALLS_VIA, LISTED_VIA, ORDER, window_of
 
@@ -143,7 +143,7 @@ def run(
             for folder in [plan_folder(i, one.name, options)]
             if folder is not None
         }
-        ingested, held = _ingest(spark, inputs, skipped, options, folders)
+        ingested, held, folders = _ingest(spark, inputs, skipped, options, folders)
         ingested = ingested.persist()
         reports = dict(skipped)
         parts = []
@@ -232,24 +232,27 @@ def _ingest(
     skipped: dict[int, InputReport],
     options: tasks.Options,
     folders: Mapping[int, Folder],
-) -> tuple[DataFrame, list[DataFrame]]:
+) -> tuple[DataFrame, list[DataFrame], dict[int, Folder]]:
     """Stage 1: the `RECORDS` rows of the inputs not `skipped`: a capture folder of `folders`
-    a task a file (`analyzer.spark.files`), any other input one task: a local path read where
-    it is, a URI's files read by Spark and sent to its task (`analyzer.spark.inputs`). Also
-    the frames to unpersist once those rows are computed."""
+    or a URI folder of two files or more a task a file (`analyzer.spark.files`), any other
+    input one task: a local path read where it is, a URI's files read by Spark and sent to its
+    task (`analyzer.spark.inputs`). Also the frames to unpersist once those rows are computed,
+    and every folder read by file (the URI folders planned too)."""
     todo = [
         (i, one.name)
         for i, one in enumerate(inputs)
         if i not in skipped and not one.uri and i not in folders
     ]
-    remote = {i: one for i, one in enumerate(inputs) if i not in skipped and one.uri}
+    unread = {i: one for i, one in enumerate(inputs) if i not in skipped and one.uri}
+    split = {i: one for i, one in unread.items() if by_file(one)}
+    remote = {i: one for i, one in unread.items() if i not in split}
     parts = []
-    held = []
-    if folders:
-        by_file, read = read_folders(spark, folders, options)
-        parts.append(by_file)
-        held.append(read)
-    if todo or not (remote or folders):
+    held: list[DataFrame] = []
+    planned = dict(folders)
+    if folders or split:
+        by_files, held, planned = read_folders(spark, folders, split, options)
+        parts.append(by_files)
+    if todo or not (remote or planned):
         listed = spark.createDataFrame(todo, "input int, path string").repartition(
             max(1, len(todo)), "input"
         )
@@ -263,7 +266,7 @@ def _ingest(
     rows = parts[0]
     for more in parts[1:]:
         rows = rows.unionByName(more)
-    return rows, held
+    return rows, held, planned
 
 
 def _sessions(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from polars.testing import assert_frame_equal
 from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
 from analyzer.spark import spark_findings, tasks
-from analyzer.spark.cache import default_location
+from analyzer.spark.cache import IN_USE_S, default_location, inputs_id
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dashboard" / "round-robin-replicas" / "capture"
@@ -75,3 +76,46 @@ def test_a_task_given_two_buckets_refuses_them() -> None:
     with pytest.raises(ValueError, match="two buckets"):
         list(tasks.analyze_bucket(iter([rows]), tasks.Options()))
     assert list(tasks.analyze_bucket(iter([]), tasks.Options())) == []
+
+
+def fake_entry(cache: Path, inputs: str, key: str, *, complete: bool, age_s: float) -> Path:
+    """An entry folder as a run leaves it: used `age_s` ago, its reports written or not."""
+    entry = cache / f"spark-{inputs}-{key}"
+    (entry / "records").mkdir(parents=True)
+    if complete:
+        (entry / "reports").mkdir()
+        (entry / "reports" / "_SUCCESS").write_bytes(b"")
+    used = entry / "last-used"
+    used.write_text("{}")
+    when = time.time() - age_s
+    os.utime(used, (when, when))
+    return entry
+
+
+@pytest.mark.timeout(600)
+def test_a_run_prunes_older_entries_of_its_inputs_only(spark: Any, tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    shutil.copytree(FIXTURE, capture)
+    cache = tmp_path / "cache"
+    ours = inputs_id([capture.resolve().as_uri()])
+    day = 24 * 3600.0
+    oldest = fake_entry(cache, ours, "0" * 16, complete=True, age_s=3 * day)
+    older = fake_entry(cache, ours, "1" * 16, complete=True, age_s=2 * day)
+    stale = fake_entry(cache, ours, "2" * 16, complete=False, age_s=IN_USE_S + 60)
+    # Another run on the same inputs (other options) writing its entry right now.
+    writing = fake_entry(cache, ours, "3" * 16, complete=False, age_s=60)
+    theirs = fake_entry(cache, inputs_id(["file:/elsewhere"]), "4" * 16, complete=True,
+                        age_s=9 * day)  # fmt: skip
+    first = spark_findings([capture], cache_dir=cache.as_uri())
+    assert not first.cached
+    (new,) = set(entries(cache)) - {oldest, older, stale, writing, theirs}
+    assert new.name.startswith(f"spark-{ours}-")
+    assert (new / "reports" / "_SUCCESS").is_file()
+    # Kept: the new entry and the most recently used older complete one (KEEP 2), the one
+    # being written, the other inputs'. Removed: the oldest, the stale incomplete one.
+    assert entries(cache) == sorted([new, older, writing, theirs])
+    # The next run reads the new entry; the older one is still within KEEP.
+    second = spark_findings([capture], cache_dir=cache.as_uri())
+    assert second.cached
+    assert_frame_equal(second.findings, first.findings)
+    assert entries(cache) == sorted([new, older, writing, theirs])
