@@ -1,8 +1,9 @@
 """One file's task in a capture folder read a file a task (`analyzer.spark.files`), local or
 named by a URI (`analyzer.spark.urifolders`): the folder's plan shipped to it (`Folder`), what
 the driver plans for it (where it starts in its run: `bases`; its crossing flows: `skips`), the
-flow ids it names (`flow_rows`), its read but for its crossing flows (`read_file`) and the
-`part` row that carries its counts and capture health to the driver (`part_row`, `read_part`).
+flow ids it names (`flow_rows`), its read but for its crossing flows, whose lines it yields
+as they are (`read_file`, `LINES`), and the `part` row that carries its counts and capture
+health to the driver (`part_row`, `read_part`).
 """
 
 from __future__ import annotations
