@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from analyzer import memory
-from analyzer.memory import ANALYSIS, PARSE_WORKERS, VARIABLE
+from analyzer.memory import ANALYSIS, PARSE_WORKERS, VARIABLE, options
+
+# What Polars' import makes of the analysis's setting (checked by the first test below).
+_AFTER_POLARS = f"dirty_decay_ms:500,muzzy_decay_ms:1000,{ANALYSIS}"
 
 
 def _report(queue: multiprocessing.Queue[str | None]) -> None:
     queue.put(os.environ.get(VARIABLE))
 
 
-def _started_inside(started: bool) -> str | None:
-    """The variable as a process started (spawned) inside `starting_parse_workers` sees it, or
-    outside it when `started` is False."""
+def _started(inside: bool) -> str | None:
+    """The variable as a process started (spawned) inside `starting_parse_workers`, or outside
+    it, sees it."""
     context = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[str | None] = context.Queue()
     process = context.Process(target=_report, args=(queue,))
-    if started:
+    if inside:
         with memory.starting_parse_workers():
             process.start()
     else:
@@ -30,6 +36,45 @@ def _started_inside(started: bool) -> str | None:
         return queue.get(timeout=60)
     finally:
         process.join(timeout=60)
+
+
+_FRESH = """
+import multiprocessing, os, sys
+from analyzer import memory
+memory.analysis_defaults()
+import polars
+def report(queue):
+    import polars
+    queue.put(os.environ[memory.VARIABLE])
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=report, args=(queue,))
+    with memory.starting_parse_workers():
+        process.start()
+    print(os.environ[memory.VARIABLE])
+    print(queue.get(timeout=60))
+    process.join(timeout=60)
+"""
+
+
+def test_through_polars_import_the_analysis_and_its_workers_run_with_their_own(
+    tmp_path: Path,
+) -> None:
+    """In a fresh interpreter, as `seamwatch` runs: the analysis's setting is what jemalloc
+    reads after Polars put its defaults first, and a worker started for the parse reads the
+    workers' (after its own import of Polars)."""
+    env = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    script = tmp_path / "fresh.py"  # a file: spawn re-imports the parent's main module
+    script.write_text(_FRESH)
+    run = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    analysis, worker = run.stdout.split()
+    assert analysis == _AFTER_POLARS
+    assert options(analysis) == options(ANALYSIS)
+    assert options(worker) == options(PARSE_WORKERS)
 
 
 def test_analysis_defaults_set_what_is_unset_and_keep_the_users_own(
@@ -45,16 +90,17 @@ def test_analysis_defaults_set_what_is_unset_and_keep_the_users_own(
     assert os.environ[VARIABLE] == "narenas:1"
 
 
+@pytest.mark.parametrize("own", [ANALYSIS, _AFTER_POLARS])
 def test_a_process_started_for_the_parse_gets_the_workers_setting(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, own: str
 ) -> None:
-    monkeypatch.setenv(VARIABLE, ANALYSIS)
-    assert _started_inside(True) == PARSE_WORKERS
-    assert os.environ[VARIABLE] == ANALYSIS  # this process's own is back
-    assert _started_inside(False) == ANALYSIS
+    monkeypatch.setenv(VARIABLE, own)
+    assert _started(inside=True) == PARSE_WORKERS
+    assert os.environ[VARIABLE] == own  # this process's own is back
+    assert _started(inside=False) == own
 
 
-@pytest.mark.parametrize("own", [None, "narenas:1"])
+@pytest.mark.parametrize("own", [None, "narenas:1", "dirty_decay_ms:0"])
 def test_without_the_analysis_setting_the_workers_inherit_as_usual(
     monkeypatch: pytest.MonkeyPatch, own: str | None
 ) -> None:
@@ -63,12 +109,17 @@ def test_without_the_analysis_setting_the_workers_inherit_as_usual(
         monkeypatch.delenv(VARIABLE, raising=False)
     else:
         monkeypatch.setenv(VARIABLE, own)
-    assert _started_inside(True) == own
+    assert _started(inside=True) == own
     assert os.environ.get(VARIABLE) == own
 
 
+def test_options_read_as_jemalloc_does_the_last_value_of_each() -> None:
+    assert options("a:1,b:2,a:3") == {"a": "3", "b": "2"}
+    assert options("") == {}
+
+
 def test_the_setting_comes_back_when_starting_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(VARIABLE, ANALYSIS)
+    monkeypatch.setenv(VARIABLE, _AFTER_POLARS)
     with pytest.raises(RuntimeError), memory.starting_parse_workers():
         raise RuntimeError("the pool could not start")
-    assert os.environ[VARIABLE] == ANALYSIS
+    assert os.environ[VARIABLE] == _AFTER_POLARS
