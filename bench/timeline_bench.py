@@ -224,17 +224,13 @@ def main() -> None:
     if args.phase:
         print(json.dumps(_phase(args.phase, args.capture)))
         return
-    # The memory settings `seamwatch` itself uses (analyzer/cli.py `main`): freed pages go
-    # back at once, and the streaming joins sample little before picking their build side.
-    env = {
-        "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0",
-        "POLARS_JOIN_SAMPLE_LIMIT": "10000",
-        **os.environ,
-    }
+    # The settings `seamwatch` itself runs with (`analyzer.memory`), where none are set.
+    from analyzer.memory import analysis_defaults
+
+    analysis_defaults()
     for phase in PHASES:
         out = subprocess.run(
             [sys.executable, __file__, str(args.capture), "--phase", phase],
-            env=env,
             check=True,
             capture_output=True,
             text=True,

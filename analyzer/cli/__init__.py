@@ -24,6 +24,7 @@ from analyzer.command import (
     one_line,
     writable_by_others,
 )
+from analyzer.memory import analysis_defaults
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -222,14 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `seamwatch` command."""
-    # Polars' allocator (jemalloc) keeps freed pages for reuse by default; returning them at
-    # once lowers the peak RSS of an analysis that builds and drops many frames. Read when
-    # polars loads, so set before anything imports it (and never over the user's own value).
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
-    # The streaming engine's joins first buffer both inputs to pick a build side; by default
-    # that sample can take most of a scan of every event or payload. A small sample still
-    # finds the small side (the key sets detectors join on) and streams the large one.
-    os.environ.setdefault("POLARS_JOIN_SAMPLE_LIMIT", "10000")
+    analysis_defaults()  # before anything imports Polars
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "lab":

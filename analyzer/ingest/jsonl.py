@@ -57,6 +57,7 @@ from analyzer.ingest.lines import (
     record_problem,
     take_record,
 )
+from analyzer.memory import starting_parse_workers
 from analyzer.normalize import DEFAULT_BATCH_EVENTS, BulkDescription, Normalizer, SseRun
 
 __all__ = [
@@ -360,7 +361,8 @@ def _run(
             with ProcessPoolExecutor(
                 len(tasks), mp_context=context, initializer=_init_worker, initargs=(cells,)
             ) as pool:
-                futures = [pool.submit(_scan, task) for task in tasks]
+                with starting_parse_workers():  # a worker is started at its task's submit
+                    futures = [pool.submit(_scan, task) for task in tasks]
                 while True:
                     done, running = wait(futures, PROGRESS_EVERY_S, FIRST_EXCEPTION)
                     if not running or any(f.exception() is not None for f in done):

@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import multiprocessing
+import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from analyzer import memory
 from analyzer.ingest import bulk, jsonl, lines
 from analyzer.ingest.common import InputReport, UnreadableInput, UnsupportedSchema
 from analyzer.ingest.jsonl import read_capture
@@ -623,3 +628,34 @@ def test_a_file_without_any_valid_record_is_unreadable(tmp_path: Path, content: 
     out.mkdir()
     with pytest.raises(UnreadableInput, match=f"^no capture records in {path}$"):
         read_capture(path, out)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_the_parse_workers_start_with_their_allocator_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the analysis's setting (`analyzer.memory`), every pool worker starts with the
+    parse workers' own; this process keeps the analysis's."""
+    # As Polars' import leaves the analysis's setting (tests/test_memory.py checks the form).
+    own = f"dirty_decay_ms:500,muzzy_decay_ms:1000,{memory.ANALYSIS}"
+    monkeypatch.setenv(memory.VARIABLE, own)
+    seen: list[set[bytes]] = []
+    real = memory.starting_parse_workers
+
+    @contextlib.contextmanager
+    def watched() -> Iterator[None]:
+        before = {child.pid for child in multiprocessing.active_children()}
+        with real():
+            yield
+        # The workers started inside (not an earlier test's): what each was started with.
+        started = [c.pid for c in multiprocessing.active_children() if c.pid not in before]
+        seen.append({Path(f"/proc/{pid}/environ").read_bytes() for pid in started})
+
+    monkeypatch.setattr("analyzer.ingest.jsonl.starting_parse_workers", watched)
+    one, _ = _read(tmp_path, _join(_session().lines()), workers=2)
+    assert one.records > 0
+    assert len(seen) == 1 and len(seen[0]) >= 1
+    wanted = f"{memory.VARIABLE}={memory.PARSE_WORKERS}".encode()
+    for environ in seen[0]:
+        assert wanted in environ.split(b"\0")
+    assert os.environ[memory.VARIABLE] == own
