@@ -71,6 +71,7 @@ _NOT_NORMALIZING = {
     "cache/entries.py",
     "cache/frames.py",
     "inputs.py",
+    "memory.py",
     "scratch.py",
     "capture/__init__.py",
     "capture/files.py",
