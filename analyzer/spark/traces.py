@@ -29,7 +29,7 @@ import heapq
 import pickle
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -37,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 
 from analyzer.findings import FINDINGS_SCHEMA
-from analyzer.otlp.evidence import CaptureRoots, Trace, add_finding, finding_rows
+from analyzer.otlp.evidence import CaptureRoots, add_finding, finding_rows
 from analyzer.otlp.spans import SpanDrafts
 from analyzer.otlp.wire import span_json, write_otlp_json
 from analyzer.scratch import scratch_prefix
@@ -55,10 +55,13 @@ __all__ = [
     "DRAFTS_DDL",
     "TEXTS",
     "TEXTS_DDL",
+    "TraceText",
     "draft_traces",
     "export_traces",
+    "place_findings",
     "span_hex",
     "trace_texts",
+    "write_document",
 ]
 
 #: What a drafting task yields: `what` is `trace` (start and span of its root, blob: its
@@ -188,15 +191,8 @@ def export_traces(
         traces = drafts.filter(F.col("what") == "trace")
         sizes = traces.agg(F.min("start").alias("earliest"), F.sum(F.length("blob")).alias("bytes"))
         (size,) = sizes.collect()
-        targets: dict[str, list[int]] = defaultdict(list)
-        capture = CaptureRoots(size["earliest"])
-        rows_of = finding_rows(findings)
-        for index, finding in enumerate(rows_of):
-            if index in placed:
-                targets[placed[index]].append(index)
-            else:
-                add_finding(capture.root(finding), finding)
-        sent = spark.sparkContext.broadcast(dict(targets))
+        targets, captured = place_findings(findings, placed, size["earliest"])
+        sent = spark.sparkContext.broadcast(targets)
 
         def texts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             return trace_texts(batches, shipped.value, sent.value)
@@ -208,18 +204,43 @@ def export_traces(
             .repartitionByRange(parts, "start", "span")
             .sortWithinPartitions("start", "span")
         )
-        spark_texts = ((r["start"], r["span"], r["text"]) for r in ordered.toLocalIterator())
-        merged = heapq.merge(spark_texts, _capture_texts(capture.traces()))
-        write_otlp_json((text for _, _, text in merged), write)
+        sorted_texts = ((r["start"], r["span"], r["text"]) for r in ordered.toLocalIterator())
+        write_document(sorted_texts, captured, write)
         sent.unpersist()
     finally:
         drafts.unpersist()
         shipped.unpersist()
 
 
-def _capture_texts(traces: list[Trace]) -> list[tuple[int, str, str]]:
-    """The traces of the findings no session's span holds, made on the driver, sorted."""
-    return sorted(
+#: A trace's place in the document (`trace_order`: its root's start and span id) and its text.
+TraceText = tuple[int, str, str]
+
+
+def place_findings(
+    findings: pl.DataFrame, placed: Mapping[int, str], earliest: int | None
+) -> tuple[dict[str, list[int]], list[TraceText]]:
+    """Where the findings go: span -> the indexes of the findings it holds, in their order, for
+    those the tasks placed (`placed`: finding index -> the least ranked span); the others on
+    roots of their own (`CaptureRoots`; `earliest`: the earliest session's start), as the
+    texts of those traces, sorted."""
+    targets: dict[str, list[int]] = defaultdict(list)
+    capture = CaptureRoots(earliest)
+    for index, finding in enumerate(finding_rows(findings)):
+        if index in placed:
+            targets[placed[index]].append(index)
+        else:
+            add_finding(capture.root(finding), finding)
+    captured = sorted(
         (root.start, span_hex(root.span_id), ",".join(span_json(s.freeze()) for s in spans))
-        for root, spans in traces
+        for root, spans in capture.traces()
     )
+    return dict(targets), captured
+
+
+def write_document(
+    texts: Iterable[TraceText], captured: Sequence[TraceText], write: Callable[[str], object]
+) -> None:
+    """The document of the traces `texts` (sorted, from the tasks) and `captured` (sorted, from
+    `place_findings`), in their order, written a trace at a time."""
+    merged = heapq.merge(texts, captured)
+    write_otlp_json((text for _, _, text in merged), write)
