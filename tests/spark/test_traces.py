@@ -9,14 +9,25 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.analysis import read_timeline
 from analyzer.detectors import run_detectors
 from analyzer.findings import findings_frame, finish_findings
 from analyzer.otlp.command import otlp_json
 from analyzer.spark import tasks, traces
-from tests.spark.test_tasks import ingested, sid
 from tests.support.records import Capture, event, req, res, sse
+
+
+def sid(s: str) -> dict[str, str]:
+    return {"Mcp-Session-Id": s}
+
+
+def ingested(path: Path) -> pa.Table:
+    """The `RECORDS` rows of a capture, as the ingest stage yields them (reports left out)."""
+    batch = pa.RecordBatch.from_pylist([{"input": 0, "path": str(path)}])
+    out = pa.Table.from_batches(tasks.ingest_inputs(iter([batch]), tasks.Options(cache=False)))
+    return out.filter(pc.not_equal(out["table"], "report"))
 
 
 def document(units: list[pl.DataFrame], findings: pl.DataFrame) -> str:
@@ -47,9 +58,8 @@ def document(units: list[pl.DataFrame], findings: pl.DataFrame) -> str:
 
 def units_of(path: Path, *together: str) -> list[pl.DataFrame]:
     """The capture's groups, each its own unit but those named `together` (one unit)."""
-    rows = pl.from_arrow(ingested([path]))
+    rows = pl.from_arrow(ingested(path))
     assert isinstance(rows, pl.DataFrame)
-    rows = rows.filter(pl.col("table") != "report")
     joined = pl.col("group").is_in(list(together))
     units = rows.filter(~joined).partition_by("group")
     return [*units, rows.filter(joined)] if together else units
