@@ -49,6 +49,9 @@ class OtlpOut:
 
     write: Callable[[str], object]
     payloads: bool = False
+    #: Bytes of span drafts per partition of the sorted traces, about what the driver holds at
+    #: once (None: `analyzer.spark.traces.PARTITION_BYTES`).
+    partition_bytes: int | None = None
 
 
 def spark_findings(
@@ -110,9 +113,16 @@ def spark_findings(
         )
         if otlp is not None and result.rows is not None:
             # OpenTelemetry is imported only when OTLP is asked for (docs/otlp.md).
-            from analyzer.spark.traces import export_traces
+            from analyzer.spark.traces import PARTITION_BYTES, export_traces
 
-            export_traces(spark, result.rows, findings, payloads=otlp.payloads, write=otlp.write)
+            export_traces(
+                spark,
+                result.rows,
+                findings,
+                payloads=otlp.payloads,
+                write=otlp.write,
+                partition_bytes=otlp.partition_bytes or PARTITION_BYTES,
+            )
     finally:
         if result.rows is not None:
             result.rows.release()

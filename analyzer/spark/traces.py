@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DRAFTS",
     "DRAFTS_DDL",
+    "PARTITION_BYTES",
     "TEXTS",
     "TEXTS_DDL",
     "TraceText",
@@ -82,8 +83,8 @@ DRAFTS_DDL: Final = "what string, start long, span string, finding int, rank int
 TEXTS: Final = pa.schema([("start", pa.int64()), ("span", pa.string()), ("text", pa.string())])
 TEXTS_DDL: Final = "start long, span string, text string"
 
-#: Bytes of drafts per partition of the sorted texts: what the driver holds at once, about.
-_PARTITION_BYTES: Final = 16 * 1024 * 1024
+#: Bytes of drafts per partition of the sorted traces: about what the driver holds at once.
+PARTITION_BYTES: Final = 16 * 1024 * 1024
 
 
 def span_hex(span_id: int) -> str:
@@ -158,9 +159,11 @@ def export_traces(
     *,
     payloads: bool,
     write: Callable[[str], object],
+    partition_bytes: int = PARTITION_BYTES,
 ) -> None:
     """Write the OTLP/JSON document of the sessions of `rows` and the `findings` (final, in
-    report order) with `write`, a piece at a time."""
+    report order) with `write`, a piece at a time; the sorted traces reach the driver in
+    partitions of about `partition_bytes` of drafts."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -197,12 +200,14 @@ def export_traces(
         def texts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             return trace_texts(batches, shipped.value, sent.value)
 
-        parts = max(1, -(-int(size["bytes"] or 0) // _PARTITION_BYTES))
+        parts = max(1, -(-int(size["bytes"] or 0) // partition_bytes))
+        # Sorted before the texts are made: the range partitioner samples what it sorts, and
+        # the drafts on disk are cheaper to read twice than the texts to make twice.
         ordered = (
             traces.select("start", "span", "blob")
-            .mapInArrow(texts, TEXTS_DDL)
             .repartitionByRange(parts, "start", "span")
             .sortWithinPartitions("start", "span")
+            .mapInArrow(texts, TEXTS_DDL)
         )
         sorted_texts = ((r["start"], r["span"], r["text"]) for r in ordered.toLocalIterator())
         write_document(sorted_texts, captured, write)

@@ -46,13 +46,17 @@ def assert_same_analysis(paths: list[Path]) -> pl.DataFrame:
     return assert_same_results(spark_findings(paths), timeline)
 
 
-def assert_same_otlp(paths: list[Path], *, payloads: bool, cache: bool = False) -> SparkResult:
+def assert_same_otlp(
+    paths: list[Path], *, payloads: bool, cache: bool = False, partition_bytes: int | None = None
+) -> SparkResult:
     """Both engines' OTLP/JSON documents of `paths` are the same bytes (the default engine reads
-    no cache; `cache`: the Spark engine's, beside the first input). Returns Spark's result."""
+    no cache; `cache`: the Spark engine's, beside the first input; `partition_bytes`: small, the
+    traces reach the driver in many partitions). Returns Spark's result."""
     timeline = read_timeline(paths, cache=False)
     expected = otlp_json(timeline, run_detectors(timeline), payloads=payloads)
     pieces: list[str] = []
-    result = spark_findings(paths, cache=cache, otlp=OtlpOut(pieces.append, payloads=payloads))
+    out = OtlpOut(pieces.append, payloads=payloads, partition_bytes=partition_bytes)
+    result = spark_findings(paths, cache=cache, otlp=out)
     assert len(pieces) > 2  # written a piece at a time
     assert "".join(pieces) == expected
     assert '"spans":[{' in expected  # not an empty document
@@ -75,7 +79,7 @@ def test_synthetic_captures(spark: Any, tmp_path: Path, options: tuple[str, ...]
 
 def test_otlp_document_of_a_synthetic_capture_with_resumes(spark: Any, tmp_path: Path) -> None:
     capture = synthetic_capture(tmp_path / "capture", "--get-resumes", "3", "--counter-ids")
-    assert not assert_same_otlp([capture], payloads=True).cached
+    assert not assert_same_otlp([capture], payloads=True, partition_bytes=256 * 1024).cached
     # With the Spark cache: the first run parses and writes it, the second reads it.
     assert not assert_same_otlp([capture], payloads=False, cache=True).cached
     assert assert_same_otlp([capture], payloads=True, cache=True).cached
@@ -114,7 +118,7 @@ def test_lab_capture(lab_captures: list[Path], spark: Any, name: str) -> None:
 
 
 def test_otlp_document_of_the_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:
-    assert_same_otlp(lab_captures, payloads=True)
+    assert_same_otlp(lab_captures, payloads=True, partition_bytes=16 * 1024)
 
 
 @pytest.mark.parametrize("name", CROSSING)
