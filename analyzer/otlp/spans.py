@@ -420,6 +420,9 @@ class SpanDrafts:
                 "ts",
             )
             .join(carried, on=["flow_id", "ordinal"], how="left")
+            # The frame's row order is unspecified; a span's events are sorted by time when it
+            # is frozen, and those of one time (one chunk's) stay in their order on the wire.
+            .sort("flow_id", "ordinal")
             .collect()
         )
         for row in events.iter_rows(named=True):
