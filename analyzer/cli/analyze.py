@@ -50,7 +50,7 @@ from analyzer.detectors import (
 )
 from analyzer.findings import Severity
 from analyzer.report import Report, at_or_above
-from analyzer.report.run import build_report, write_report, write_text
+from analyzer.report.run import TextOut, build_report, write_report, write_text
 from analyzer.scratch import scratch_prefix
 
 if TYPE_CHECKING:
@@ -87,6 +87,9 @@ def analyze_command(args: argparse.Namespace) -> int:
     baseline = _read_baseline(args.baseline)
     _check_out(args.out)
     traces: list[str] = []
+    otlp_asked = args.format == "otlp-json"
+    # The Spark engine writes the document as it comes, while its rows are still there.
+    streamed = TextOut(args.out) if otlp_asked else None
 
     def otlp(timeline: Timeline, findings: pl.DataFrame) -> None:
         from analyzer.otlp.command import otlp_json
@@ -94,12 +97,14 @@ def analyze_command(args: argparse.Namespace) -> int:
         traces.append(otlp_json(timeline, findings, payloads=args.otlp_payloads))
 
     report = analyze_paths(
-        args, fail_on=fail_on, on_timeline=otlp if args.format == "otlp-json" else None
+        args, fail_on=fail_on, on_timeline=otlp if otlp_asked else None, otlp_out=streamed
     )
     if baseline is not None:
         report = report.with_baseline(apply_baseline(report.findings, baseline, path=args.baseline))
     if traces:
         write_text(traces[0], args.out)
+    elif streamed is not None:
+        streamed.close()
     else:
         write_report(report, args.format, args.out)
     return exit_code(report.new_findings, fail_on)
@@ -126,9 +131,12 @@ def analyze_paths(
     *,
     fail_on: Severity | None,
     on_timeline: Callable[[Timeline, pl.DataFrame], None] | None = None,
+    otlp_out: TextOut | None = None,
 ) -> Report:
     """Read the inputs `args.paths` with the analysis options and run the detectors chosen:
-    the report of `analyze` and `baseline write`."""
+    the report of `analyze` and `baseline write`. `on_timeline` is given the default engine's
+    timeline and findings; the Spark engine, which holds no timeline, writes the OTLP document
+    to `otlp_out` instead."""
     only, disable, config = detector_options(args)
     spark = getattr(args, "engine", "polars") == "spark"
     paths = [Path(p) for p in args.paths]
@@ -143,7 +151,7 @@ def analyze_paths(
             raise UsageError(f"{path}: no such file or directory")
         _name_files_others_could_plant(path)
     if spark:
-        return _spark_report(args, args.paths, only, disable, config, fail_on, on_timeline)
+        return _spark_report(args, args.paths, only, disable, config, fail_on, otlp_out)
 
     # Large timeline frames wait on disk while the detectors read them, so memory follows what
     # a detector keeps rather than the capture's size; the folder lives as long as the analysis.
@@ -184,12 +192,15 @@ def _spark_report(
     disable: list[str] | None,
     config: DetectorConfig | None,
     fail_on: Severity | None,
-    on_timeline: Callable[[Timeline, pl.DataFrame], None] | None,
+    otlp_out: TextOut | None,
 ) -> Report:
-    """`analyze_paths` on the Spark engine (`analyzer.spark`): the same report."""
-    if on_timeline is not None:
-        raise UsageError("--format otlp-json needs the timeline: not with --engine spark")
-    from analyzer.spark import DEFAULT_MASTER, analyze_spark
+    """`analyze_paths` on the Spark engine (`analyzer.spark`): the same report, and with
+    `otlp_out` the same OTLP document."""
+    from analyzer.spark import DEFAULT_MASTER, OtlpOut, analyze_spark
+
+    otlp = None
+    if otlp_out is not None:
+        otlp = OtlpOut(otlp_out.write, payloads=bool(getattr(args, "otlp_payloads", False)))
 
     try:
         return analyze_spark(
@@ -203,6 +214,7 @@ def _spark_report(
             disable=disable,
             config=config,
             fail_on=fail_on,
+            otlp=otlp,
         )
     except SeamwatchError as e:  # pyspark or Java missing, an unreadable input
         raise UsageError(one_line(e)) from None

@@ -16,10 +16,11 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from analyzer import __version__
 
-__all__ = ["Attributes", "DraftSpan", "hash_id", "span_context"]
+__all__ = ["RESOURCE", "SCOPE", "Attributes", "DraftSpan", "hash_id", "span_context"]
 
-_SCOPE: Final = InstrumentationScope("seamwatch", __version__)
-_RESOURCE: Final = Resource({"service.name": "seamwatch", "service.version": __version__})
+#: The scope and resource of every span of the export.
+SCOPE: Final = InstrumentationScope("seamwatch", __version__)
+RESOURCE: Final = Resource({"service.name": "seamwatch", "service.version": __version__})
 
 Attributes = dict[str, Any]
 
@@ -59,7 +60,7 @@ class DraftSpan:
             name=self.name,
             context=self.context(),
             parent=parent,
-            resource=_RESOURCE,
+            resource=RESOURCE,
             attributes=self.attributes,
             events=events,
             links=self.links,
@@ -67,7 +68,7 @@ class DraftSpan:
             status=status,
             start_time=self.start,
             end_time=max(self.end, self.start),
-            instrumentation_scope=_SCOPE,
+            instrumentation_scope=SCOPE,
         )
 
 

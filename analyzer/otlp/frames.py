@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["NO_SESSION", "epoch", "error_codes", "exchange_frame", "tool_results"]
 
 NO_SESSION: Final = "(no session)"
+# A message's place on the wire: of two answers to one request (answered twice), the export
+# names the first delivered, whatever order the frames' rows came in.
+_DELIVERY: Final = ("ts", "seq", "ordinal", "member")
 
 
 def epoch(frame: pl.LazyFrame, *columns: str) -> pl.LazyFrame:
@@ -91,7 +94,8 @@ def _request_bodies(t: Timeline, exchanges: pl.LazyFrame, *, payloads: bool) -> 
 
 
 def error_codes(t: Timeline) -> dict[str, int]:
-    """flow id -> JSON-RPC error code answering the exchange's own request."""
+    """flow id -> JSON-RPC error code answering the exchange's own request (the first
+    delivered)."""
     frame = (
         t.messages.filter((pl.col("kind") == "error") & (pl.col("direction") == "s2c"))
         .join(
@@ -100,7 +104,7 @@ def error_codes(t: Timeline) -> dict[str, int]:
         )
         .filter(pl.col("rpc_id") == pl.col("asked"))
         .group_by("flow_id")
-        .agg(pl.col("error_code").first())
+        .agg(pl.col("error_code").sort_by(*_DELIVERY, nulls_last=True).first())
         .drop_nulls()
         .collect()
     )
@@ -108,7 +112,8 @@ def error_codes(t: Timeline) -> dict[str, int]:
 
 
 def tool_results(t: Timeline) -> dict[str, str]:
-    """flow id of a tools/call -> its result's JSON text (`--otlp-payloads` only)."""
+    """flow id of a tools/call -> its result's JSON text, the first delivered
+    (`--otlp-payloads` only)."""
     answered = (
         t.tool_calls.filter(pl.col("result_flow_id").is_not_null())
         .select("flow_id", "request_id", "result_flow_id")
@@ -119,6 +124,7 @@ def tool_results(t: Timeline) -> dict[str, str]:
                 pl.col("flow_id").alias("result_flow_id"),
                 pl.col("rpc_id").alias("request_id"),
                 "data_hash",
+                *_DELIVERY,
             ),
             on=["result_flow_id", "request_id"],
         )
@@ -126,7 +132,8 @@ def tool_results(t: Timeline) -> dict[str, str]:
     texts = payloads_of(t, answered.select("data_hash").unique()).filter(~pl.col("base64"))
     answers = (
         answered.join(texts, on="data_hash")
-        .unique("flow_id", keep="first")
+        .sort(*_DELIVERY, nulls_last=True)
+        .unique("flow_id", keep="first", maintain_order=True)
         .select("flow_id", "text")
         .collect()
     )

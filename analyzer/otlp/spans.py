@@ -24,6 +24,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanKind
 
 from analyzer.otlp.draft import Attributes, DraftSpan, hash_id, span_context
+from analyzer.otlp.evidence import (
+    FINDING_EVENT,
+    CaptureRoots,
+    Trace,
+    add_finding,
+    finding_rows,
+    trace_order,
+)
 from analyzer.otlp.fields import (
     json_field,
     meta_traceparent,
@@ -39,12 +47,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FINDING_EVENT",
     "SSE_EVENT",
+    "SpanDrafts",
     "batches",
     "iter_spans",
     "timeline_spans",
 ]
 
-FINDING_EVENT: Final = "seamwatch.finding"
 SSE_EVENT: Final = "seamwatch.sse.event"
 
 
@@ -60,15 +68,22 @@ def iter_spans(
 ) -> Iterator[ReadableSpan]:
     """`timeline_spans` one at a time: the spans are built first, then made SDK spans as they
     are taken, so a writer that encodes each at once never holds them all."""
-    return _Builder(timeline, findings, payloads=payloads).build()
+    drafts = SpanDrafts(timeline, payloads=payloads)
+    capture = CaptureRoots(drafts.earliest())
+    for row in finding_rows(findings):
+        placed = drafts.evidence(row)
+        add_finding(placed[1] if placed is not None else capture.root(row), row)
+    traces = drafts.traces() + capture.traces()
+    drafts.clear()
+    return (span.freeze() for _, spans in sorted(traces, key=trace_order) for span in spans)
 
 
-class _Builder:
-    """Collects each frame once, then builds every session's spans, one kind of span at a time."""
+class SpanDrafts:
+    """Every session's spans of a timeline, but the findings' events: each frame collected
+    once, then one kind of span at a time. `evidence` says where a finding goes."""
 
-    def __init__(self, timeline: Timeline, findings: pl.DataFrame, *, payloads: bool) -> None:
+    def __init__(self, timeline: Timeline, *, payloads: bool) -> None:
         self.timeline = timeline
-        self.findings = findings
         self.payloads = payloads
         self.spans: dict[int, DraftSpan] = {}
         self.roots: dict[str, DraftSpan] = {}
@@ -77,24 +92,51 @@ class _Builder:
         self.incarnation_span: dict[tuple[str, int], DraftSpan] = {}
         self.trace_key: dict[str, str] = {}
         self.session_value: dict[str, str | None] = {}
-
-    def build(self) -> Iterator[ReadableSpan]:
-        frame = exchange_frame(self.timeline, payloads=self.payloads)
+        frame = exchange_frame(timeline, payloads=payloads)
         self._sessions(frame)
         self._exchange_spans(frame)
         self._stream_spans()
         self._incarnation_spans()
         self._resume_links()
         self._sse_events()
-        self._finding_events()
+
+    def earliest(self) -> int | None:
+        """The start of the earliest session."""
+        return min((root.start for root in self.roots.values()), default=None)
+
+    def evidence(self, finding: Mapping[str, Any]) -> tuple[int, DraftSpan] | None:
+        """The span of a finding's first evidence: its first flow's exchange, else its first
+        stream, else its session's root; with its rank (the place of that evidence in the
+        finding's, flows first). None when the timeline holds none (`CaptureRoots`)."""
+        flow_ids = finding["flow_ids"] or ()
+        for rank, flow_id in enumerate(flow_ids):
+            if flow_id in self.flow_span:
+                return rank, self.flow_span[flow_id]
+        stream_ids = finding["stream_ids"] or ()
+        for rank, stream_id in enumerate(stream_ids, start=len(flow_ids)):
+            if stream_id in self.stream_span:
+                return rank, self.stream_span[stream_id]
+        session = finding["session"] or NO_SESSION
+        if session in self.roots:
+            return len(flow_ids) + len(stream_ids), self.roots[session]
+        return None
+
+    def traces(self) -> list[Trace]:
+        """Each session's trace, its spans by start (a parent before its children)."""
         by_trace: dict[int, list[DraftSpan]] = defaultdict(list)
         for span in self.spans.values():
             by_trace[span.trace_id].append(span)
+        return [
+            (root, sorted(by_trace[root.trace_id], key=lambda s: (s.start, s.depth, s.name)))
+            for root in self.roots.values()
+        ]
+
+    def clear(self) -> None:
+        """Let go of the spans (`traces` holds them)."""
         self.spans.clear()
-        for root in sorted(self.roots.values(), key=lambda s: (s.start, s.span_id)):
-            trace = by_trace.pop(root.trace_id)
-            for span in sorted(trace, key=lambda s: (s.start, s.depth, s.name)):
-                yield span.freeze()
+        self.flow_span.clear()
+        self.stream_span.clear()
+        self.incarnation_span.clear()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -353,7 +395,7 @@ class _Builder:
             }
             resumed.links.append(Link(issued.context(), attributes))
 
-    # -- SSE events and findings ------------------------------------------------------------
+    # -- SSE events ------------------------------------------------------------------------
 
     def _sse_events(self) -> None:
         t = self.timeline
@@ -378,6 +420,9 @@ class _Builder:
                 "ts",
             )
             .join(carried, on=["flow_id", "ordinal"], how="left")
+            # The frame's row order is unspecified; a span's events are sorted by time when it
+            # is frozen, and those of one time (one chunk's) stay in their order on the wire.
+            .sort("flow_id", "ordinal")
             .collect()
         )
         for row in events.iter_rows(named=True):
@@ -400,48 +445,6 @@ class _Builder:
                 },
             )
             span.events.append((SSE_EVENT, attributes, row["ts"]))
-
-    def _finding_events(self) -> None:
-        frame = self.findings.with_columns(
-            pl.col("severity").cast(pl.String), pl.col("first_ts").dt.epoch("ns")
-        )
-        for row in frame.iter_rows(named=True):
-            span = self._evidence_span(row)
-            attributes: Attributes = {
-                "seamwatch.detector": row["detector"],
-                "seamwatch.severity": row["severity"],
-                "seamwatch.fingerprint": row["fingerprint"],
-                "seamwatch.finding.title": row["title"],
-                "seamwatch.finding.detail": row["detail"],
-            }
-            for name in ("flow_ids", "stream_ids", "event_ids", "request_ids"):
-                if row[name]:
-                    attributes[f"seamwatch.finding.{name}"] = list(row[name])
-            stamp = row["first_ts"] if row["first_ts"] is not None else span.start
-            span.events.append((FINDING_EVENT, attributes, stamp))
-            if row["severity"] == "high":
-                span.error = row["title"]
-
-    def _evidence_span(self, finding: Mapping[str, Any]) -> DraftSpan:
-        """The span of a finding's first evidence: its first flow's exchange, else its first
-        stream, else its session's root (a finding without a session gets a root of its own)."""
-        for flow_id in finding["flow_ids"] or ():
-            if flow_id in self.flow_span:
-                return self.flow_span[flow_id]
-        for stream_id in finding["stream_ids"] or ():
-            if stream_id in self.stream_span:
-                return self.stream_span[stream_id]
-        session = finding["session"] or NO_SESSION
-        if session not in self.roots:
-            self.trace_key[session] = f"\x00{session}"
-            starts = [root.start for root in self.roots.values()]
-            stamp = finding["first_ts"] or min(starts, default=0)
-            root = self._new(
-                session, "session", session, name="seamwatch capture", start=stamp, end=stamp
-            )
-            root.attributes["seamwatch.session.key"] = session
-            self.roots[session] = root
-        return self.roots[session]
 
 
 def batches(spans: Iterable[ReadableSpan], size: int) -> Iterator[list[ReadableSpan]]:

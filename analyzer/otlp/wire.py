@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext
 
 from analyzer.otlp import OtlpError
+from analyzer.otlp.draft import RESOURCE, SCOPE
 from analyzer.otlp.spans import batches
 
 __all__ = [
@@ -33,8 +34,10 @@ __all__ = [
     "Sent",
     "export_request",
     "send",
+    "span_json",
     "to_otlp_json",
     "traces_url",
+    "write_otlp_json",
 ]
 
 #: Spans per OTLP/HTTP request (a session's spans stay together unless it alone has more).
@@ -75,6 +78,37 @@ def to_otlp_json(spans: Iterable[ReadableSpan]) -> str:
             f'"scopeSpans":[{",".join(scope_texts)}]}}'
         )
     return f'{{"resourceSpans":[{",".join(resource_texts)}]}}\n'
+
+
+def span_json(span: ReadableSpan) -> str:
+    """One span as the text `to_otlp_json` writes for it."""
+    return _dumps(_span_object(span))
+
+
+def write_otlp_json(
+    span_texts: Iterable[str],
+    write: Callable[[str], object],
+    *,
+    resource: Resource = RESOURCE,
+    scope: InstrumentationScope = SCOPE,
+) -> None:
+    """`to_otlp_json` of spans of one resource and scope, given as their `span_json` texts,
+    written a piece at a time: the document is never held whole (the Spark engine's export,
+    whose spans arrive from the executors in order)."""
+    texts = iter(span_texts)
+    first = next(texts, None)
+    if first is None:
+        write('{"resourceSpans":[]}\n')
+        return
+    write(
+        f'{{"resourceSpans":[{{"resource":{_dumps(_attributes_object(resource.attributes))},'
+        f'"scopeSpans":[{{"scope":{_dumps(_scope_object(scope))},"spans":['
+    )
+    write(first)
+    for text in texts:
+        write(",")
+        write(text)
+    write("]}]}]}\n")
 
 
 def _dumps(value: object) -> str:

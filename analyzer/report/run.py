@@ -1,8 +1,9 @@
 """A report built from a timeline and its findings, and written in one of the formats (§6).
 
 `build_report` collects what the writers need; `write_report` renders it to a file or stdout,
-`write_text` writes what was rendered from the timeline itself (`otlp-json`). A file that cannot
-be written is a `UsageError` (exit 2).
+`write_text` writes what was rendered from the timeline itself (`otlp-json`), and `TextOut` the
+same a piece at a time (the Spark engine's `otlp-json`, never held whole). A file that cannot be
+written is a `UsageError` (exit 2).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING, TextIO
 
 import polars as pl
 
@@ -22,7 +23,7 @@ from analyzer.report import InputSummary, Report
 if TYPE_CHECKING:
     from analyzer.timeline import Timeline
 
-__all__ = ["build_report", "write_report", "write_text"]
+__all__ = ["TextOut", "build_report", "write_report", "write_text"]
 
 
 def build_report(
@@ -92,6 +93,40 @@ def write_text(text: str, out: str | None) -> None:
         Path(out).write_text(text, encoding="utf-8", newline="\n")
     except OSError as e:
         raise UsageError(f"cannot write {out or 'stdout'}: {e.strerror or e}") from None
+
+
+class TextOut:
+    """`write_text` a piece at a time: the file `out` (opened at the first piece, so a run that
+    fails before writing leaves none), or stdout."""
+
+    def __init__(self, out: str | None) -> None:
+        self.out = out
+        self._file: IO[str] | None = None
+
+    def write(self, text: str) -> None:
+        try:
+            if self._file is None:
+                self._file = (
+                    sys.stdout
+                    if self.out is None
+                    else open(self.out, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by close)
+                )
+            self._file.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {self.out or 'stdout'}: {e.strerror or e}") from None
+
+    def close(self) -> None:
+        """Flush, and close the file (nothing written: an empty one, as `write_text` of "")."""
+        if self._file is None:
+            self.write("")
+        assert self._file is not None
+        try:
+            if self._file is sys.stdout:
+                self._file.flush()
+            else:
+                self._file.close()
+        except OSError as e:
+            raise UsageError(f"cannot write {self.out or 'stdout'}: {e.strerror or e}") from None
 
 
 def _emit(report: Report, fmt: str, stream: TextIO) -> None:

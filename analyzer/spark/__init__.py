@@ -9,7 +9,8 @@ and needs Java 17; it is imported only when this engine runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -29,6 +30,7 @@ from analyzer.timeline import RawTables, build_timeline
 
 __all__ = [
     "DEFAULT_MASTER",
+    "OtlpOut",
     "SparkUnavailable",
     "UnreadableSparkInput",
     "analyze_spark",
@@ -38,6 +40,18 @@ __all__ = [
 
 class UnreadableSparkInput(SeamwatchError):
     """An input the Spark engine cannot analyze at all (an `IngestError` of its reading)."""
+
+
+@dataclass(frozen=True)
+class OtlpOut:
+    """`--format otlp-json`: the OTLP/JSON document goes to `write`, a piece at a time, while the
+    run's rows are still there; `payloads`: `--otlp-payloads`."""
+
+    write: Callable[[str], object]
+    payloads: bool = False
+    #: Bytes of span drafts per partition of the sorted traces, about what the driver holds at
+    #: once (None: `analyzer.spark.traces.PARTITION_BYTES`).
+    partition_bytes: int | None = None
 
 
 def spark_findings(
@@ -51,10 +65,12 @@ def spark_findings(
     only: Sequence[str] | None = None,
     disable: Sequence[str] | None = None,
     config: DetectorConfig | None = None,
+    otlp: OtlpOut | None = None,
 ) -> SparkResult:
     """Run the Spark engine on `paths`: the findings in report order, the summary counts and
     the input reports. `cache_dir`: where the Spark cache lives (a URI; by default, in local
-    mode, beside the first input: `analyzer.spark.cache`); `cache=False`: none."""
+    mode, beside the first input: `analyzer.spark.cache`); `cache=False`: none. `otlp`: also
+    write the OTLP document of the sessions and findings."""
     from analyzer.spark import engine
 
     chosen = select_detectors(only=only, disable=disable)
@@ -77,17 +93,41 @@ def spark_findings(
         key = entry_key(files, options, bucket_count(spark), list(repeated))
         entry = SparkCache(location, inputs_id(uris), key, bucket_count(spark))
         entry.touch(spark, uris)
-    result = engine.run(spark, inputs, options, already_read=repeated, cache=entry)
-    if entry is not None:
-        entry.prune(spark)
-    findings = pl.concat([result.findings, _input_findings(result.inputs, options)])
-    # An analysis error is about the run, not a session: each bucket that met it reported it.
-    errors = pl.col("detector") == ANALYSIS_ERROR
-    findings = pl.concat(
-        [findings.filter(~errors), findings.filter(errors).unique("fingerprint", keep="first")]
+    result = engine.run(
+        spark, inputs, options, already_read=repeated, cache=entry, keep=otlp is not None
     )
+    if entry is not None:
+        # Other keys' entries only: the rows kept for the OTLP export are this entry's.
+        entry.prune(spark)
+    try:
+        findings = pl.concat([result.findings, _input_findings(result.inputs, options)])
+        # An analysis error is about the run, not a session: each bucket that met it reported it.
+        errors = pl.col("detector") == ANALYSIS_ERROR
+        findings = finish_findings(
+            pl.concat(
+                [
+                    findings.filter(~errors),
+                    findings.filter(errors).unique("fingerprint", keep="first"),
+                ]
+            )
+        )
+        if otlp is not None and result.rows is not None:
+            # OpenTelemetry is imported only when OTLP is asked for (docs/otlp.md).
+            from analyzer.spark.traces import PARTITION_BYTES, export_traces
+
+            export_traces(
+                spark,
+                result.rows,
+                findings,
+                payloads=otlp.payloads,
+                write=otlp.write,
+                partition_bytes=otlp.partition_bytes or PARTITION_BYTES,
+            )
+    finally:
+        if result.rows is not None:
+            result.rows.release()
     return SparkResult(
-        findings=finish_findings(findings),
+        findings=findings,
         counts=result.counts,
         inputs=result.inputs,
         flow_inputs=result.flow_inputs,
@@ -132,9 +172,11 @@ def analyze_spark(
     disable: Sequence[str] | None,
     config: DetectorConfig | None,
     fail_on: Severity | None,
+    otlp: OtlpOut | None = None,
 ) -> Report:
     """The `analyze` report of the Spark engine (an input that cannot be analyzed at all is an
-    `UnreadableSparkInput`: the CLI says it in one line, as the default engine's)."""
+    `UnreadableSparkInput`: the CLI says it in one line, as the default engine's); `otlp`:
+    the OTLP document written too."""
     try:
         result = spark_findings(
             paths,
@@ -146,6 +188,7 @@ def analyze_spark(
             only=only,
             disable=disable,
             config=config,
+            otlp=otlp,
         )
     except IngestError as e:
         raise UnreadableSparkInput(str(e)) from e

@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MASTER",
+    "Rows",
     "SparkResult",
     "SparkUnavailable",
+    "by_bucket",
     "related_groups",
     "run",
     "session",
@@ -64,15 +66,31 @@ class SparkUnavailable(SeamwatchError):
 
 
 @dataclass(frozen=True)
+class Rows:
+    """The first stage's rows and the related groups, kept for a later pass over the sessions
+    (the OTLP export, `analyzer.spark.traces`) until `release`."""
+
+    records: DataFrame
+    involved: DataFrame  # `group, component` (`related_groups`)
+    bucketed: bool  # `records` is the cache's bucketed scan
+    held: tuple[DataFrame, ...] = ()
+
+    def release(self) -> None:
+        for frame in self.held:
+            frame.unpersist()
+
+
+@dataclass(frozen=True)
 class SparkResult:
     """What the driver collects: the findings (unfinished), the summary, the input reports, and
-    for each finding's first flow the input it came from."""
+    for each finding's first flow the input it came from; with `keep`, the rows (`Rows`)."""
 
     findings: pl.DataFrame
     counts: dict[str, int]
     inputs: tuple[InputReport, ...]
     flow_inputs: dict[str, int]
     cached: bool = False  # the first stage's rows came from the Spark cache (no parse)
+    rows: Rows | None = None
 
 
 def session(master: str = DEFAULT_MASTER, app: str = "seamwatch") -> SparkSession:
@@ -119,10 +137,12 @@ def run(
     *,
     already_read: dict[int, InputReport] | None = None,
     cache: SparkCache | None = None,
+    keep: bool = False,
 ) -> SparkResult:
     """The three stages over `inputs` (those at the indexes of `already_read` are not read:
     their reports are given). With `cache`, the first stage's rows are read from that entry
-    when complete, else written to it; either way the second stage reads it bucketed."""
+    when complete, else written to it; either way the second stage reads it bucketed. `keep`:
+    the rows are kept for the caller (`SparkResult.rows`, to release)."""
     from pyspark.sql import functions as F
 
     skipped = already_read or {}
@@ -215,7 +235,12 @@ def run(
         .collect()
     }
     first.unpersist()
-    if ingested is not None:
+    kept_rows = None
+    if keep:
+        # The related groups are the driver's table or checkpointed labels: not `first`'s.
+        persisted = () if ingested is None else (ingested,)
+        kept_rows = Rows(records, involved, bucketed=entry is not None, held=persisted)
+    elif ingested is not None:
         ingested.unpersist()
     return SparkResult(
         findings=findings,
@@ -223,6 +248,7 @@ def run(
         inputs=tuple(with_repeats(reports[i], dropped.get(i, 0)) for i in sorted(reports)),
         flow_inputs=flow_inputs,
         cached=ingested is None,
+        rows=kept_rows,
     )
 
 
@@ -272,8 +298,25 @@ def _ingest(
 def _sessions(
     spark: SparkSession, records: DataFrame, options: tasks.Options, *, bucketed: bool
 ) -> DataFrame:
-    """Stage 2: each bucket of session groups analyzed. `bucketed`: `records` is the cache's
-    bucketed scan (a bucket a partition: no shuffle), else they are grouped by a hash."""
+    """Stage 2: each bucket of session groups analyzed."""
+
+    def analyze(table: pa.Table) -> pa.Table:
+        return tasks.analyze_groups(table, options, links=True)
+
+    return by_bucket(spark, records, analyze, tasks.ANALYSIS_OUT_DDL, bucketed=bucketed)
+
+
+def by_bucket(
+    spark: SparkSession,
+    records: DataFrame,
+    analyze: Callable[[pa.Table], pa.Table],
+    schema: str,
+    *,
+    bucketed: bool,
+) -> DataFrame:
+    """`analyze` run on each bucket of `records`' session groups, whole sessions, yielding rows
+    of the DDL `schema`. `bucketed`: `records` is the cache's bucketed scan (a bucket a
+    partition: no shuffle), else they are grouped by a hash."""
     from pyspark.sql import functions as F
 
     if bucketed:
@@ -282,18 +325,14 @@ def _sessions(
         hashed = records.withColumn("bucket", F.pmod(F.hash("group"), F.lit(buckets)))
 
         def bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return tasks.analyze_bucket(batches, options)
+            return tasks.one_bucket(batches, analyze)
 
-        return hashed.mapInArrow(bucket, tasks.ANALYSIS_OUT_DDL)
+        return hashed.mapInArrow(bucket, schema)
     count = bucket_count(spark)
-
-    def sessions(table: pa.Table) -> pa.Table:
-        return tasks.analyze_groups(table, options, links=True)
-
     return (
         records.withColumn("bucket", F.pmod(F.xxhash64("group"), F.lit(count)))
         .groupBy("bucket")
-        .applyInArrow(sessions, tasks.ANALYSIS_OUT_DDL)
+        .applyInArrow(analyze, schema)
     )
 
 

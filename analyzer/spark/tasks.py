@@ -35,11 +35,14 @@ __all__ = [
     "RECORDS_DDL",
     "Options",
     "Rename",
+    "analyze_bucket",
     "analyze_groups",
     "flow_groups",
     "ingest_inputs",
     "ingest_one",
+    "one_bucket",
     "pack",
+    "raw_tables",
     "table_records",
     "unpack",
 ]
@@ -273,16 +276,23 @@ def analyze_groups(
 
 def analyze_bucket(batches: Iterator[pa.RecordBatch], options: Options) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` over a bucketed scan of the cache (`analyzer.spark.cache`): the partition
-    is one bucket, whole sessions, analyzed as `analyze_groups` with links. Rows of two
-    buckets (a scan that split the table by file) would cut sessions apart: an error, not a
-    different result."""
+    is one bucket, whole sessions, analyzed as `analyze_groups` with links."""
+    return one_bucket(batches, lambda table: analyze_groups(table, options, links=True))
+
+
+def one_bucket(
+    batches: Iterator[pa.RecordBatch], analyze: Callable[[pa.Table], pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` over a bucketed scan of the cache: `analyze` given the partition's rows,
+    one bucket, whole sessions. Rows of two buckets (a scan that split the table by file)
+    would cut sessions apart: an error, not a different result."""
     held = [batch for batch in batches if batch.num_rows]
     if not held:
         return
     table = pa.Table.from_batches(held)
     if len(pc.unique(table["bucket"])) != 1:
-        raise ValueError("a task of the second stage got rows of two buckets (not a bucketed scan)")
-    yield from analyze_groups(table, options, links=True).to_batches()
+        raise ValueError("a bucket's task got rows of two buckets (not a bucketed scan)")
+    yield from analyze(table).to_batches()
 
 
 def _table(rows: list[dict[str, object]]) -> pa.Table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -180,6 +181,25 @@ def test_sse_events_are_span_events_of_their_incarnation() -> None:
     assert replayed["seamwatch.sse.event_id"] == "e2"
     assert replayed["jsonrpc.request.id"] == "2"
     assert [e.timestamp for e in inc0.events] == [ms(6), ms(7)]
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["frame-order", "reversed-rows"])
+def test_events_of_one_chunk_keep_their_order_whatever_the_rows(reverse: bool) -> None:
+    c = Capture().open()
+    h = _initialize(c, "s1")
+    call = c.request(body=req("tools/call", 2, name="pay", arguments={}), headers=h)
+    c.response(call, sse=True, headers=h)
+    c.chunk(
+        call, sse(*(event(req("notifications/message", n=n), id=f"e{n}") for n in range(4))), n=0
+    )
+    c.end(call)
+    timeline = timeline_of(c.close())
+    if reverse:  # the frame's row order is unspecified (a group of sessions may hold another)
+        timeline = dataclasses.replace(timeline, sse_events=timeline.sse_events.reverse())
+    span = _named(timeline_spans(timeline, empty_findings()), "SSE incarnation 0")
+    assert len({e.timestamp for e in span.events}) == 1  # one chunk: one time
+    ids = [dict(e.attributes or {})["seamwatch.sse.event_id"] for e in span.events]
+    assert ids == ["e0", "e1", "e2", "e3"]
 
 
 def test_a_resume_links_to_the_incarnation_that_issued_its_cursor() -> None:

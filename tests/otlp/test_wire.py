@@ -15,7 +15,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from analyzer.findings import findings_frame
 from analyzer.otlp import OtlpError
 from analyzer.otlp.spans import timeline_spans
-from analyzer.otlp.wire import export_request, send, to_otlp_json, traces_url
+from analyzer.otlp.wire import (
+    export_request,
+    send,
+    span_json,
+    to_otlp_json,
+    traces_url,
+    write_otlp_json,
+)
 from tests.support.otlp import attributes, otlp_receiver, parse_otlp_json, spans_of
 from tests.support.records import Capture, event, req, res, sse, timeline_of
 
@@ -90,6 +97,22 @@ def test_otlp_json_is_the_protobuf_mapping_with_hex_ids() -> None:
 
 def test_the_same_spans_give_the_same_bytes() -> None:
     assert to_otlp_json(_spans()) == to_otlp_json(_spans())
+
+
+@pytest.mark.parametrize("sessions", [0, 1, 3])
+def test_a_document_written_span_by_span_is_the_same_bytes(sessions: int) -> None:
+    spans = _spans(sessions)
+    pieces: list[str] = []
+    write_otlp_json((span_json(span) for span in spans), pieces.append)
+    assert len(pieces) > 1 or not spans  # written a piece at a time
+    assert "".join(pieces) == to_otlp_json(spans)
+    assert len(spans_of(parse_otlp_json("".join(pieces)))) == len(spans)
+
+
+def test_a_document_of_no_span_written_span_by_span() -> None:
+    pieces: list[str] = []
+    write_otlp_json([], pieces.append)
+    assert "".join(pieces) == to_otlp_json([])
 
 
 @pytest.mark.parametrize(

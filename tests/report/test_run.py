@@ -48,3 +48,32 @@ def test_write_text_writes_the_text_as_given(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     run.write_text('{"a": 1}\n', str(out))
     assert out.read_bytes() == b'{"a": 1}\n'
+
+
+def test_text_out_writes_the_pieces_once_opened(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    text = run.TextOut(str(out))
+    assert not out.exists()  # nothing to write yet: a run that fails here leaves no file
+    for piece in ('{"a":', "[1,", "2]}\n"):
+        text.write(piece)
+    text.close()
+    assert out.read_bytes() == b'{"a":[1,2]}\n'
+
+
+def test_text_out_of_nothing_is_an_empty_file(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    run.TextOut(str(out)).close()
+    assert out.read_bytes() == b""
+
+
+def test_text_out_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    text = run.TextOut(None)
+    text.write("one ")
+    text.write("two\n")
+    text.close()
+    assert capsys.readouterr().out == "one two\n"
+
+
+def test_text_out_to_a_folder_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^cannot write .*: Is a directory$"):
+        run.TextOut(str(tmp_path)).write("x")

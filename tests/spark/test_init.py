@@ -1,4 +1,5 @@
-"""The Spark engine gives the default engine's findings, summary and inputs (analyzer/spark).
+"""The Spark engine gives the default engine's findings, summary and inputs (analyzer/spark),
+and its OTLP document (`--format otlp-json`).
 
 Each case runs both engines on the same input: synthetic captures with every option of
 `bench/synth_capture.py` (20k events; `SEAMWATCH_SPARK_EVENTS=1000000` for the 1M check) and the
@@ -19,7 +20,9 @@ import pytest
 
 from analyzer.analysis import read_timeline
 from analyzer.cli import main as seamwatch
-from analyzer.spark import spark_findings
+from analyzer.detectors import run_detectors
+from analyzer.otlp.command import otlp_json
+from analyzer.spark import OtlpOut, SparkResult, spark_findings
 from lab.scenarios import SCENARIOS
 from tests.support.engines import assert_same_results
 from tests.support.lab_capture import LabRuns
@@ -43,15 +46,43 @@ def assert_same_analysis(paths: list[Path]) -> pl.DataFrame:
     return assert_same_results(spark_findings(paths), timeline)
 
 
-@pytest.mark.parametrize("options", SYNTH_OPTIONS.values(), ids=SYNTH_OPTIONS.keys())
-def test_synthetic_captures(spark: Any, tmp_path: Path, options: tuple[str, ...]) -> None:
-    out = tmp_path / "capture"
+def assert_same_otlp(
+    paths: list[Path], *, payloads: bool, cache: bool = False, partition_bytes: int | None = None
+) -> SparkResult:
+    """Both engines' OTLP/JSON documents of `paths` are the same bytes (the default engine reads
+    no cache; `cache`: the Spark engine's, beside the first input; `partition_bytes`: small, the
+    traces reach the driver in many partitions). Returns Spark's result."""
+    timeline = read_timeline(paths, cache=False)
+    expected = otlp_json(timeline, run_detectors(timeline), payloads=payloads)
+    pieces: list[str] = []
+    out = OtlpOut(pieces.append, payloads=payloads, partition_bytes=partition_bytes)
+    result = spark_findings(paths, cache=cache, otlp=out)
+    assert len(pieces) > 2  # written a piece at a time
+    assert "".join(pieces) == expected
+    assert '"spans":[{' in expected  # not an empty document
+    return result
+
+
+def synthetic_capture(out: Path, *options: str) -> Path:
     subprocess.run(
         [sys.executable, str(ROOT / "bench" / "synth_capture.py"), str(out),
          "--events", str(EVENTS), *options],
         check=True, capture_output=True,
     )  # fmt: skip
-    assert_same_analysis([out])
+    return out
+
+
+@pytest.mark.parametrize("options", SYNTH_OPTIONS.values(), ids=SYNTH_OPTIONS.keys())
+def test_synthetic_captures(spark: Any, tmp_path: Path, options: tuple[str, ...]) -> None:
+    assert_same_analysis([synthetic_capture(tmp_path / "capture", *options)])
+
+
+def test_otlp_document_of_a_synthetic_capture_with_resumes(spark: Any, tmp_path: Path) -> None:
+    capture = synthetic_capture(tmp_path / "capture", "--get-resumes", "3", "--counter-ids")
+    assert not assert_same_otlp([capture], payloads=True, partition_bytes=256 * 1024).cached
+    # With the Spark cache: the first run parses and writes it, the second reads it.
+    assert not assert_same_otlp([capture], payloads=False, cache=True).cached
+    assert assert_same_otlp([capture], payloads=True, cache=True).cached
 
 
 # The scenarios whose faults relate sessions (a cursor carried into a new session, an event
@@ -86,12 +117,22 @@ def test_lab_capture(lab_captures: list[Path], spark: Any, name: str) -> None:
     assert assert_same_analysis([capture]).height > 0
 
 
+def test_otlp_document_of_the_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:
+    assert_same_otlp(lab_captures, payloads=True, partition_bytes=16 * 1024)
+
+
+@pytest.mark.parametrize("name", CROSSING)
+def test_otlp_document_of_a_lab_capture(lab_captures: list[Path], spark: Any, name: str) -> None:
+    (capture,) = [path for path in lab_captures if path.parent.name == name]
+    assert_same_otlp([capture], payloads=False)
+
+
 def report(argv: list[str], out: Path) -> tuple[int, bytes]:
     code = seamwatch([*argv, "--out", str(out)])
     return code, out.read_bytes() if out.exists() else b""
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif"])
+@pytest.mark.parametrize("fmt", ["json", "sarif", "otlp-json"])
 def test_the_command_gives_the_same_report_and_exit_code(
     spark: Any, tmp_path: Path, fmt: str
 ) -> None:
@@ -101,8 +142,3 @@ def test_the_command_gives_the_same_report_and_exit_code(
     default = report(argv, tmp_path / f"default.{fmt}")
     assert default[0] == 1  # its findings fail the run (--fail-on medium)
     assert report([*argv, "--engine", "spark"], tmp_path / f"spark.{fmt}") == default
-
-
-def test_otlp_needs_the_default_engine(spark: Any, tmp_path: Path) -> None:
-    argv = ["analyze", str(FIXTURE / "capture"), "--format", "otlp-json", "--engine", "spark"]
-    assert seamwatch([*argv, "--no-cache", "--out", str(tmp_path / "t.json")]) == 2
