@@ -5,6 +5,7 @@ profile; `scripts/test` runs all, with every property test's full example count.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,3 +54,14 @@ def _proxy_tier(request: pytest.FixtureRequest) -> Iterator[None]:
     proxy.tier_marked = any(request.node.get_closest_marker(m) for m in ("proxy", "lab"))
     yield
     proxy.tier_marked = False
+
+
+@pytest.fixture(autouse=True)
+def _main_module() -> Iterator[None]:
+    """Puts back the test process's `__main__` after each test: Streamlit's `AppTest` leaves
+    the script it ran there, and a process started by spawn after it (the parse's pool, a
+    spawned child) would run that script first and die, the pool's reads falling back silently
+    to one process."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
