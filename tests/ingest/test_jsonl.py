@@ -10,6 +10,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -630,6 +631,16 @@ def test_a_file_without_any_valid_record_is_unreadable(tmp_path: Path, content: 
         read_capture(path, out)
 
 
+def _environ(pid: int) -> bytes:
+    """A process's environment as it started: empty while its exec is under way, so read
+    again for a while (a worker waits for its pool's shutdown: it does not end before)."""
+    path = Path(f"/proc/{pid}/environ")
+    deadline = time.monotonic() + 30
+    while not (environ := path.read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return environ
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
 def test_the_parse_workers_start_with_their_allocator_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -649,7 +660,7 @@ def test_the_parse_workers_start_with_their_allocator_setting(
             yield
         # The workers started inside (not an earlier test's): what each was started with.
         started = [c.pid for c in multiprocessing.active_children() if c.pid not in before]
-        seen.append({Path(f"/proc/{pid}/environ").read_bytes() for pid in started})
+        seen.append({_environ(pid) for pid in started})
 
     monkeypatch.setattr("analyzer.ingest.jsonl.starting_parse_workers", watched)
     one, _ = _read(tmp_path, _join(_session().lines()), workers=2)
