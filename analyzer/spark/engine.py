@@ -73,6 +73,7 @@ class Rows:
     records: DataFrame
     involved: DataFrame  # `group, component` (`related_groups`)
     bucketed: bool  # `records` is the cache's bucketed scan
+    several_origins: bool  # `tasks.Options.several_origins`
     held: tuple[DataFrame, ...] = ()
 
     def release(self) -> None:
@@ -181,6 +182,7 @@ def run(
             read = {i: r for i, r in reports.items() if i not in skipped}
             entry.write(spark, records, read)
             records = entry.records(spark)
+    options = replace(options, several_origins=_several_origins(records))
     first = _sessions(spark, records, options, bucketed=entry is not None).persist()
     involved = related_groups(first, window_of(options.detectors, options.config))
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
@@ -239,7 +241,13 @@ def run(
     if keep:
         # The related groups are the driver's table or checkpointed labels: not `first`'s.
         persisted = () if ingested is None else (ingested,)
-        kept_rows = Rows(records, involved, bucketed=entry is not None, held=persisted)
+        kept_rows = Rows(
+            records,
+            involved,
+            bucketed=entry is not None,
+            several_origins=bool(options.several_origins),
+            held=persisted,
+        )
     elif ingested is not None:
         ingested.unpersist()
     return SparkResult(
@@ -334,6 +342,22 @@ def by_bucket(
         .groupBy("bucket")
         .applyInArrow(analyze, schema)
     )
+
+
+def _several_origins(records: DataFrame) -> bool:
+    """Whether some run of the inputs reaches several origins, over every input's flows: a
+    bucket's timeline keys its sessions as the whole capture's does (`key_flows`). Spark
+    counts each run's origins; the driver gets one row at most."""
+    from pyspark.sql import functions as F
+
+    origins = (
+        records.filter(F.col("table") == "flows")
+        .select("blob")
+        .mapInArrow(tasks.run_origins, tasks.RUN_ORIGINS_DDL)
+        .filter(F.col("origin").isNotNull())
+        .distinct()
+    )
+    return bool(origins.groupBy("run_id").count().filter(F.col("count") > 1).limit(1).collect())
 
 
 def bucket_count(spark: SparkSession) -> int:
