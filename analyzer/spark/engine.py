@@ -241,13 +241,8 @@ def run(
     if keep:
         # The related groups are the driver's table or checkpointed labels: not `first`'s.
         persisted = () if ingested is None else (ingested,)
-        kept_rows = Rows(
-            records,
-            involved,
-            bucketed=entry is not None,
-            several_origins=bool(options.several_origins),
-            held=persisted,
-        )
+        several = bool(options.several_origins)
+        kept_rows = Rows(records, involved, entry is not None, several, held=persisted)
     elif ingested is not None:
         ingested.unpersist()
     return SparkResult(
@@ -345,19 +340,16 @@ def by_bucket(
 
 
 def _several_origins(records: DataFrame) -> bool:
-    """Whether some run of the inputs reaches several origins, over every input's flows: a
-    bucket's timeline keys its sessions as the whole capture's does (`key_flows`). Spark
-    counts each run's origins; the driver gets one row at most."""
-    from pyspark.sql import functions as F
-
+    """Whether some run reaches several origins, judged over every input's flows (`key_flows`:
+    a bucket sees its own only). Spark counts each run's origins; one row reaches the driver."""
     origins = (
-        records.filter(F.col("table") == "flows")
+        records.filter("table = 'flows'")
         .select("blob")
         .mapInArrow(tasks.run_origins, tasks.RUN_ORIGINS_DDL)
-        .filter(F.col("origin").isNotNull())
+        .filter("origin IS NOT NULL")
         .distinct()
     )
-    return bool(origins.groupBy("run_id").count().filter(F.col("count") > 1).limit(1).collect())
+    return bool(origins.groupBy("run_id").count().filter("count > 1").limit(1).collect())
 
 
 def bucket_count(spark: SparkSession) -> int:
