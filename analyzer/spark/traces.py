@@ -170,11 +170,10 @@ def export_traces(
     from pyspark.sql import functions as F
 
     shipped = spark.sparkContext.broadcast(pack(findings))
+    several = rows.several_origins  # the closure ships to the executors: not `rows` itself
 
     def draft(table: pa.Table) -> pa.Table:
-        return draft_traces(
-            table, shipped.value, payloads=payloads, several_origins=rows.several_origins
-        )
+        return draft_traces(table, shipped.value, payloads=payloads, several_origins=several)
 
     related = (
         rows.records.join(rows.involved, on="group", how="inner")
