@@ -73,6 +73,7 @@ class Rows:
     records: DataFrame
     involved: DataFrame  # `group, component` (`related_groups`)
     bucketed: bool  # `records` is the cache's bucketed scan
+    several_origins: bool  # `tasks.Options.several_origins`
     held: tuple[DataFrame, ...] = ()
 
     def release(self) -> None:
@@ -181,6 +182,7 @@ def run(
             read = {i: r for i, r in reports.items() if i not in skipped}
             entry.write(spark, records, read)
             records = entry.records(spark)
+    options = replace(options, several_origins=_several_origins(records))
     first = _sessions(spark, records, options, bucketed=entry is not None).persist()
     involved = related_groups(first, window_of(options.detectors, options.config))
     crossing = tuple(d for d in options.detectors if d in CROSS_SESSION)
@@ -239,7 +241,8 @@ def run(
     if keep:
         # The related groups are the driver's table or checkpointed labels: not `first`'s.
         persisted = () if ingested is None else (ingested,)
-        kept_rows = Rows(records, involved, bucketed=entry is not None, held=persisted)
+        several = bool(options.several_origins)
+        kept_rows = Rows(records, involved, entry is not None, several, held=persisted)
     elif ingested is not None:
         ingested.unpersist()
     return SparkResult(
@@ -334,6 +337,19 @@ def by_bucket(
         .groupBy("bucket")
         .applyInArrow(analyze, schema)
     )
+
+
+def _several_origins(records: DataFrame) -> bool:
+    """Whether some run reaches several origins, judged over every input's flows (`key_flows`:
+    a bucket sees its own only). Spark counts each run's origins; one row reaches the driver."""
+    origins = (
+        records.filter("table = 'flows'")
+        .select("blob")
+        .mapInArrow(tasks.run_origins, tasks.RUN_ORIGINS_DDL)
+        .filter("origin IS NOT NULL")
+        .distinct()
+    )
+    return bool(origins.groupBy("run_id").count().filter("count > 1").limit(1).collect())
 
 
 def bucket_count(spark: SparkSession) -> int:

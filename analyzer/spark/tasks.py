@@ -26,13 +26,14 @@ from analyzer.ingest import Ingested, InputReport, read_inputs
 from analyzer.scratch import scratch_prefix
 from analyzer.spark.links import link_rows
 from analyzer.timeline import RawTables, Timeline, build_timeline
-from analyzer.timeline.keys import key_flows
+from analyzer.timeline.keys import ORIGIN, key_flows
 
 __all__ = [
     "ANALYSIS_OUT",
     "ANALYSIS_OUT_DDL",
     "RECORDS",
     "RECORDS_DDL",
+    "RUN_ORIGINS_DDL",
     "Options",
     "Rename",
     "analyze_bucket",
@@ -43,6 +44,7 @@ __all__ = [
     "one_bucket",
     "pack",
     "raw_tables",
+    "run_origins",
     "table_records",
     "unpack",
 ]
@@ -101,6 +103,9 @@ class Options:
     cache: bool = True
     detectors: tuple[str, ...] = ()  # the ids to run (already selected by the driver)
     config: Mapping[str, Mapping[str, object]] | None = None
+    # Whether some run reaches several origins (session keys then end with `@origin`): judged
+    # over every input's flows by the driver, as a bucket sees only its own.
+    several_origins: bool | None = None
 
 
 def pack(frame: pl.DataFrame) -> bytes:
@@ -124,13 +129,14 @@ def flow_groups(flows: pl.LazyFrame) -> pl.LazyFrame:
     A `mcp:` or `legacy:` key is the flow's own (a header, a query value); an `anon:` or
     `client:` key depends on the other flows of the same client address (`key_flows`), so all
     of those flows share one group per address and kind. The kind itself is the flow's own, so
-    groups computed per input agree across inputs.
+    groups computed per input agree across inputs. Keys without their origin: whether one
+    is added is judged over every input, and a group holds a key's sessions at every origin.
     """
     own = pl.col("session_kind").is_in(["mcp", "legacy"])
     address = pl.concat_str(
         pl.col("session_kind").cast(pl.String), pl.lit("@"), pl.col("client_ip").fill_null("?")
     )
-    return flows.pipe(key_flows).select(
+    return flows.pipe(key_flows, False).select(
         "flow_id", pl.when(own).then(pl.col("session_id")).otherwise(address).alias("group")
     )
 
@@ -206,6 +212,17 @@ def _records(frame: pl.DataFrame, index: int, table: str) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=RECORDS)
 
 
+RUN_ORIGINS_DDL: Final = "run_id string, origin string"
+
+
+def run_origins(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` over `RECORDS` rows of flows (`blob` only): each run's origins, once each
+    a batch (the driver judges `several_origins` from them)."""
+    for batch in batches:
+        flows = unpack(batch.column("blob").to_pylist(), S.RAW_TABLES["flows"])
+        yield from (flows.select("run_id", ORIGIN.alias("origin")).unique().to_arrow().to_batches())
+
+
 def raw_tables(records: pa.Table) -> tuple[RawTables, pl.DataFrame]:
     """The normalized tables of some groups' `RECORDS` rows, and per input how many of its flows
     an earlier input held too (`input, n`). A flow two inputs both hold is kept from the first
@@ -261,7 +278,9 @@ def analyze_groups(
     summary counts, the sessions of each group, the repeated flows)."""
     raw, dropped = raw_tables(records)
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("spark")) as spill:
-        timeline = build_timeline(raw, inputs, spill_dir=Path(spill))
+        timeline = build_timeline(
+            raw, inputs, spill_dir=Path(spill), several_origins=options.several_origins
+        )
         out = []
         if options.detectors:
             findings = run_detectors(timeline, only=options.detectors, config=options.config)

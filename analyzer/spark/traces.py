@@ -92,14 +92,16 @@ def span_hex(span_id: int) -> str:
     return f"{span_id:016x}"
 
 
-def draft_traces(records: pa.Table, findings: bytes, *, payloads: bool) -> pa.Table:
+def draft_traces(
+    records: pa.Table, findings: bytes, *, payloads: bool, several_origins: bool
+) -> pa.Table:
     """`applyInArrow` (or a bucket's `mapInArrow`) over the `RECORDS` rows of whole sessions:
     their spans drafted, yielding `DRAFTS` rows: each trace, and where each finding of
     `findings` (`pack`ed) would go among them."""
     raw, _ = raw_tables(records)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("spark")) as spill:
-        timeline = build_timeline(raw, (), spill_dir=Path(spill))
+        timeline = build_timeline(raw, (), spill_dir=Path(spill), several_origins=several_origins)
         drafts = SpanDrafts(timeline, payloads=payloads)
     for index, finding in enumerate(finding_rows(unpack([findings], FINDINGS_SCHEMA))):
         placed = drafts.evidence(finding)
@@ -168,9 +170,10 @@ def export_traces(
     from pyspark.sql import functions as F
 
     shipped = spark.sparkContext.broadcast(pack(findings))
+    several = rows.several_origins  # the closure ships to the executors: not `rows` itself
 
     def draft(table: pa.Table) -> pa.Table:
-        return draft_traces(table, shipped.value, payloads=payloads)
+        return draft_traces(table, shipped.value, payloads=payloads, several_origins=several)
 
     related = (
         rows.records.join(rows.involved, on="group", how="inner")

@@ -247,6 +247,7 @@ def build_timeline(
     *,
     spill_dir: Path | None = None,
     store: Store | None = None,
+    several_origins: bool | None = None,
 ) -> Timeline:
     """Chain the stages over the normalized tables, collecting each frame of
     `analyzer.timeline.frames` once.
@@ -254,13 +255,14 @@ def build_timeline(
     `spill_dir`: a folder, kept by the caller while the Timeline is read, where large collected
     frames wait as Parquet files instead of in memory (`analyzer.timeline.kept`). `store`: where
     the collected frames are stored too, for later analyses of the same inputs (the caller
-    commits it).
+    commits it). `several_origins`: whether some run reaches several origins, when `raw` holds
+    only some sessions of the analysis (`analyzer.timeline.keys.key_flows`).
     """
     kept = Kept(spill_dir, store)
     # Every stage but `exchanges` reads a few columns of the flows: keep those in memory,
     # and let `exchanges` take the rest from the Parquet scan when it is collected.
     flows = raw.flows.select(_SPINE_READS).collect(engine=_BIG)
-    spine = flows.lazy().pipe(key_flows).select(_SPINE).collect(engine=_SMALL)
+    spine = flows.lazy().pipe(key_flows, several_origins).select(_SPINE).collect(engine=_SMALL)
     del flows
     keyed = spine.lazy()
     # Events of inputs without per-event times, dated before anything reads their times.

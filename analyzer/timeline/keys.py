@@ -93,30 +93,32 @@ ENDPOINT = pl.concat_str(pl.coalesce("origin", "authority"), "path")
 """A keyed flow's server endpoint: its origin and path, or (one origin) authority and path."""
 
 
-def _origins(flows: pl.LazyFrame) -> pl.LazyFrame:
-    """The flows with `origin`: the one they went to when some run reaches several, else null."""
-    several = (
-        flows.group_by("run_id")
-        .agg(pl.col("_origin").drop_nulls().n_unique().alias("_n"))
-        .select((pl.col("_n") > 1).any().alias("_several"))
-    )
+def _origins(flows: pl.LazyFrame, several: bool | None) -> pl.LazyFrame:
+    """The flows with `origin`: the one they went to when some run reaches several (`several`,
+    or None: judged over these flows), else null."""
+    if several is None:
+        told = flows.group_by("run_id").agg(pl.col("_origin").drop_nulls().n_unique().alias("_n"))
+        judged = told.select((pl.col("_n") > 1).any().alias("_several"))
+    else:
+        judged = pl.LazyFrame({"_several": [several]})
     return (
-        flows.join(several, how="cross")
+        flows.join(judged, how="cross")
         .with_columns(pl.when(pl.col("_several")).then("_origin").alias("origin"))
         .drop("_origin", "_several")
     )
 
 
-def key_flows(flows: pl.LazyFrame) -> pl.LazyFrame:
+def key_flows(flows: pl.LazyFrame, several_origins: bool | None = None) -> pl.LazyFrame:
     """RAW_FLOWS (+ input) → the same with `ts, session_kind, session_id, era, sse, origin`
-    added."""
+    added. `several_origins`: whether some run of the whole analysis reaches several origins,
+    when `flows` are only some of its flows (a Spark bucket's); None: judged over `flows`."""
     base = (
         flows.with_columns(
             FLOW_TS.alias("ts"),
             pl.col("result_protocol_version").alias("_init"),
             ORIGIN.alias("_origin"),
         )
-        .pipe(_origins)
+        .pipe(_origins, several_origins)
         .with_columns(
             pl.coalesce("mcp_session_id", "response_session_id").alias("_mcp"),
             pl.coalesce(

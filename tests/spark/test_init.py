@@ -8,6 +8,7 @@ lab's captures, whose scenarios plant every fault the detectors know.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -115,6 +116,37 @@ def test_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:
 def test_lab_capture(lab_captures: list[Path], spark: Any, name: str) -> None:
     (capture,) = [path for path in lab_captures if path.parent.name == name]
     assert assert_same_analysis([capture]).height > 0
+
+
+def _second_session_elsewhere(capture: Path, out: Path) -> Path:
+    """`capture` with the requests of its second MCP session sent to another origin (as a
+    forward proxy records a client of two servers): the run reaches two origins."""
+    out.mkdir(mode=0o700)
+    seen: list[str] = []
+    for path in sorted(capture.glob("*.jsonl")):
+        lines = []
+        for line in path.read_bytes().splitlines():
+            record = json.loads(line)
+            headers = dict((k.lower(), v) for k, v in record.get("headers") or [])
+            session = headers.get("mcp-session-id")
+            if record.get("kind") == "request" and session is not None:
+                seen += [session] if session not in seen else []
+                if seen.index(session) == 1:
+                    record["authority"] = "other.test:9001"
+            lines.append(json.dumps(record).encode())
+        (out / path.name).write_bytes(b"\n".join(lines) + b"\n")
+    assert len(seen) == 2
+    return out
+
+
+def test_a_run_reaching_two_origins(lab_captures: list[Path], spark: Any, tmp_path: Path) -> None:
+    """Session keys end with `@origin` when some run reaches several origins, judged over every
+    input: a bucket holding one origin's sessions keys them as the whole capture does."""
+    (lab,) = [path for path in lab_captures if path.parent.name == "legacy-cursor-carryover"]
+    capture = _second_session_elsewhere(lab, tmp_path / "capture")
+    found = assert_same_analysis([capture])
+    assert found.height > 0
+    assert found["session"].drop_nulls().str.contains("@http://").all()
 
 
 def test_otlp_document_of_the_lab_captures_merged(lab_captures: list[Path], spark: Any) -> None:

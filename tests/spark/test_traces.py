@@ -35,8 +35,11 @@ def document(units: list[pl.DataFrame], findings: pl.DataFrame) -> str:
     finding put on the least ranked span a unit offers, the traces' texts in order."""
     shipped = tasks.pack(findings)
     drafted = []
-    for unit in units:
-        frame = pl.from_arrow(traces.draft_traces(unit.to_arrow(), shipped, payloads=True))
+    for unit in units:  # the captures here reach one origin
+        drafted_unit = traces.draft_traces(
+            unit.to_arrow(), shipped, payloads=True, several_origins=False
+        )
+        frame = pl.from_arrow(drafted_unit)
         assert isinstance(frame, pl.DataFrame)
         drafted.append(frame)
     rows = pl.concat(drafted)

@@ -187,3 +187,26 @@ def test_key_flows_reads_only_its_read_columns() -> None:
     narrow = flows.select(READ_COLUMNS).pipe(key_flows).select(keyed).sort("flow_id").collect()
     assert_frame_equal(narrow, whole)
     assert sorted(whole["session_kind"].cast(pl.String)) == ["anon"] * 2 + ["mcp"] * 4
+
+
+@pytest.mark.parametrize(
+    ("origins", "several", "keys"),
+    [
+        ((_A, _B), None, [f"mcp:1@{_A}", f"mcp:2@{_B}"]),  # judged over the flows given
+        ((_A, _A), None, ["mcp:1", "mcp:2"]),
+        # Told by the caller that judged every flow (a Spark bucket holds only some sessions):
+        ((_A, _A), True, [f"mcp:1@{_A}", f"mcp:2@{_A}"]),
+        ((_A, _B), False, ["mcp:1", "mcp:2"]),
+    ],
+)
+def test_several_origins_told_or_judged(
+    origins: tuple[str, str], several: bool | None, keys: list[str]
+) -> None:
+    from analyzer.normalize import normalize_records
+
+    c = Capture()
+    _sessioned(c, origins[0], "1", at=10)
+    _sessioned(c, origins[1], "2", at=20)
+    flows = normalize_records(c.records).flows.lazy()
+    keyed = flows.pipe(key_flows, several).filter(pl.col("session_kind") == "mcp").collect()
+    assert sorted(keyed["session_id"].unique()) == keys
