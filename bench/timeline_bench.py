@@ -22,12 +22,21 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
             parse does) + every detector + the report's counts (not the rendering of the report);
 - analyze:  what a later `seamwatch analyze` of the same capture does: read_timeline (reads the
             stored timeline frames) + every detector + the report's counts;
+- first:    `seamwatch analyze CAPTURE --no-cache --format json`, as a user runs a first analysis:
+            a process of its own (interpreter start, imports, the parse, the timeline, every
+            detector, the report written to /dev/null): the figure #27's target compares with
+            `decode` (at most 1.5x);
 - cli:      `seamwatch analyze CAPTURE --format json` of the cached capture, as a user runs it: a
             process of its own (interpreter start, imports, the report written to /dev/null);
 - ceiling:  a raw Parquet scan of the cached events table (what reading can cost at least).
 
 `cpu` is the phase's CPU time (all threads, and the parse's worker processes): on a loaded
 machine it moves less than wall.
+
+    .venv/bin/python bench/timeline_bench.py synth1m --phases decode,first --repeat 3
+
+runs the phases named, in turn, `--repeat` times, and prints each phase's medians and its ratio
+to `decode` (the median of the ratios of the runs taken side by side, wall and cpu).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,7 +59,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
-PHASES = ("parse", "decode", "sketch", "cached", "analyze-built", "analyze", "cli", "ceiling")
+PHASES = (
+    "parse", "decode", "first", "sketch", "cached", "analyze-built", "analyze", "cli", "ceiling"
+)  # fmt: skip
 
 
 def _cpu() -> float:
@@ -70,6 +82,19 @@ def _cached_events(path: Path) -> pl.LazyFrame:
     directory = read_inputs([path]).directories[0]
     assert directory is not None
     return pl.scan_parquet(sorted(directory.glob("events-*.parquet")))
+
+
+def _text_events(path: Path) -> int:
+    """The SSE events (blocks) of the capture's chunk texts, as `_decode` counts them."""
+    import polars as pl
+
+    from analyzer.ingest.jsonl import capture_files
+
+    schema = pl.Schema({"kind": pl.String(), "data": pl.Struct({"text": pl.String()})})
+    chunks = pl.scan_ndjson(capture_files(path), schema=schema, ignore_errors=True)
+    text = pl.col("data").struct.field("text")
+    count = text.str.count_matches("\n\n", literal=True).sum()
+    return int(chunks.filter(pl.col("kind") == "chunk").select(count).collect().item())
 
 
 def _decode(files: list[Path]) -> int:
@@ -183,10 +208,14 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
         # The analysis never counts its events (a join of every event with its flow: 0.6 s at
         # 10M events): counted after the clock stops.
         return lambda: timeline.sse_events.select(pl.len()).collect().item()
-    if name == "cli":
+    if name in ("cli", "first"):
         report = ["analyze", str(path), "--format", "json", "--fail-on", "none"]
+        if name == "first":
+            report.append("--no-cache")
         command = [sys.executable, "-m", "analyzer.cli", *report, "--out", os.devnull]
         subprocess.run(command, check=True)
+        if name == "first":  # no cache to count from: counted as `decode` counts
+            return lambda: _text_events(path)
         return lambda: _cached_events(path).select(pl.len()).collect().item()
     scan = _cached_events(path)  # ceiling
     per_flow = scan.group_by("flow_id").agg(pl.len(), pl.col("ts").max()).collect()
@@ -205,7 +234,7 @@ def _phase(name: str, path: Path) -> dict[str, float]:
     shutil.rmtree(spill, ignore_errors=True)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if name == "cli":  # the analysis ran in the child
+    if name in ("cli", "first"):  # the analysis ran in the child (the largest process)
         own, children = children, 0.0
     return {
         "events": events,
@@ -216,33 +245,64 @@ def _phase(name: str, path: Path) -> dict[str, float]:
     }
 
 
+def _line(phase: str, r: dict[str, float]) -> str:
+    rate = r["events"] / r["seconds"]
+    return (
+        f"{phase:13s} {r['events']:>10,.0f} events  {r['seconds']:7.2f} s "
+        f"(cpu {r['cpu_seconds']:7.2f} s)  "
+        f"{rate:>12,.0f} events/s  peak RSS {r['rss_mb']:6.0f} MB"
+        f" (workers {r['worker_rss_mb']:.0f} MB)"
+    )
+
+
+def _ratios(runs: list[dict[str, dict[str, float]]]) -> None:
+    """Each phase's medians over the rounds, and its ratio to `decode` taken round by round."""
+    print("medians over", len(runs), "rounds (ratio: to decode in the same round, median)")
+    for phase in runs[0]:
+        wall = statistics.median(r[phase]["seconds"] for r in runs)
+        cpu = statistics.median(r[phase]["cpu_seconds"] for r in runs)
+        line = f"{phase:13s} {wall:7.2f} s (cpu {cpu:7.2f} s)"
+        if "decode" in runs[0] and phase != "decode":
+            by_wall = statistics.median(r[phase]["seconds"] / r["decode"]["seconds"] for r in runs)
+            by_cpu = statistics.median(
+                r[phase]["cpu_seconds"] / r["decode"]["cpu_seconds"] for r in runs
+            )
+            line += f"  {by_wall:5.2f}x decode (cpu {by_cpu:5.2f}x)"
+        print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", type=Path)
     parser.add_argument("--phase", choices=PHASES)
+    parser.add_argument("--phases", help="comma-separated phases to run in turn (default: all)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the phases, in turn")
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(_phase(args.phase, args.capture)))
         return
+    phases = args.phases.split(",") if args.phases else list(PHASES)
+    unknown = sorted(set(phases).difference(PHASES))
+    if unknown:
+        parser.error(f"unknown phase(s): {', '.join(unknown)} (known: {', '.join(PHASES)})")
     # The settings `seamwatch` itself runs with (`analyzer.memory`), where none are set.
     from analyzer.memory import analysis_defaults
 
     analysis_defaults()
-    for phase in PHASES:
-        out = subprocess.run(
-            [sys.executable, __file__, str(args.capture), "--phase", phase],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        rate = r["events"] / r["seconds"]
-        print(
-            f"{phase:13s} {r['events']:>10,.0f} events  {r['seconds']:7.2f} s "
-            f"(cpu {r['cpu_seconds']:7.2f} s)  "
-            f"{rate:>12,.0f} events/s  peak RSS {r['rss_mb']:6.0f} MB"
-            f" (workers {r['worker_rss_mb']:.0f} MB)"
-        )
+    runs: list[dict[str, dict[str, float]]] = []
+    for _ in range(max(args.repeat, 1)):
+        runs.append({})
+        for phase in phases:
+            out = subprocess.run(
+                [sys.executable, __file__, str(args.capture), "--phase", phase],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            runs[-1][phase] = json.loads(out.strip().splitlines()[-1])
+            print(_line(phase, runs[-1][phase]), flush=True)
+    if len(runs) > 1 or "decode" in phases:
+        _ratios(runs)
 
 
 if __name__ == "__main__":
