@@ -285,10 +285,11 @@ def main() -> None:
     unknown = sorted(set(phases).difference(PHASES))
     if unknown:
         parser.error(f"unknown phase(s): {', '.join(unknown)} (known: {', '.join(PHASES)})")
-    # The settings `seamwatch` itself runs with (`analyzer.memory`), where none are set.
-    from analyzer.memory import analysis_defaults
+    # The settings `seamwatch` itself runs with for this capture (`analyzer.memory`), where
+    # none are set.
+    from analyzer.memory import analysis_defaults, inputs_bytes
 
-    analysis_defaults()
+    analysis_defaults(inputs_bytes([str(args.capture)]))
     runs: list[dict[str, dict[str, float]]] = []
     for _ in range(max(args.repeat, 1)):
         runs.append({})

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from analyzer import memory
-from analyzer.memory import ANALYSIS, PARSE_WORKERS, VARIABLE, options
+from analyzer.memory import ANALYSIS, PARSE_WORKERS, SMALL_ANALYSIS, VARIABLE, options
 
 # What Polars' import makes of the analysis's setting (checked by the first test below).
-_AFTER_POLARS = f"dirty_decay_ms:500,muzzy_decay_ms:1000,{ANALYSIS}"
+_POLARS_FIRST = "dirty_decay_ms:500,muzzy_decay_ms:1000,"
+_AFTER_POLARS = f"{_POLARS_FIRST}{ANALYSIS}"
 
 
 def _report(queue: multiprocessing.Queue[str | None]) -> None:
@@ -90,7 +91,9 @@ def test_analysis_defaults_set_what_is_unset_and_keep_the_users_own(
     assert os.environ[VARIABLE] == "narenas:1"
 
 
-@pytest.mark.parametrize("own", [ANALYSIS, _AFTER_POLARS])
+@pytest.mark.parametrize(
+    "own", [ANALYSIS, _AFTER_POLARS, SMALL_ANALYSIS, f"{_POLARS_FIRST}{SMALL_ANALYSIS}"]
+)
 def test_a_process_started_for_the_parse_gets_the_workers_setting(
     monkeypatch: pytest.MonkeyPatch, own: str
 ) -> None:
@@ -100,7 +103,7 @@ def test_a_process_started_for_the_parse_gets_the_workers_setting(
     assert _started(inside=False) == own
 
 
-@pytest.mark.parametrize("own", [None, "narenas:1", "dirty_decay_ms:0"])
+@pytest.mark.parametrize("own", [None, "narenas:1", "dirty_decay_ms:0", "dirty_decay_ms:250"])
 def test_without_the_analysis_setting_the_workers_inherit_as_usual(
     monkeypatch: pytest.MonkeyPatch, own: str | None
 ) -> None:
@@ -123,3 +126,65 @@ def test_the_setting_comes_back_when_starting_fails(monkeypatch: pytest.MonkeyPa
     with pytest.raises(RuntimeError), memory.starting_parse_workers():
         raise RuntimeError("the pool could not start")
     assert os.environ[VARIABLE] == _AFTER_POLARS
+
+
+def test_small_inputs_are_analyzed_keeping_freed_pages_a_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory, "SMALL_INPUTS", 1000)
+    assert memory.analysis_setting(999) == SMALL_ANALYSIS
+    assert memory.analysis_setting(1000) == ANALYSIS
+    assert memory.analysis_setting(None) == ANALYSIS  # not known: taken as large
+    monkeypatch.delenv(VARIABLE, raising=False)
+    memory.analysis_defaults(10)
+    assert os.environ[VARIABLE] == SMALL_ANALYSIS
+    monkeypatch.setenv(VARIABLE, "narenas:1")
+    memory.analysis_defaults(10)
+    assert os.environ[VARIABLE] == "narenas:1"  # the user's own stays
+
+
+def test_the_inputs_bytes_are_their_files_but_the_cache(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    (capture / "rotated").mkdir(parents=True)
+    (capture / ".seamwatch-cache" / "entry").mkdir(parents=True)
+    (capture / "capture-0.jsonl").write_bytes(b"x" * 100)
+    (capture / "rotated" / "capture-1.jsonl").write_bytes(b"x" * 20)
+    (capture / ".seamwatch-cache" / "entry" / "events.parquet").write_bytes(b"x" * 5000)
+    dump = tmp_path / "flows.mitm"
+    dump.write_bytes(b"x" * 7)
+    assert memory.inputs_bytes([str(capture)]) == 120
+    assert memory.inputs_bytes([str(capture), str(dump)]) == 127
+    assert memory.inputs_bytes([str(dump)]) == 7
+    assert memory.inputs_bytes([]) is None
+    assert memory.inputs_bytes([str(tmp_path / "missing")]) is None
+    assert memory.inputs_bytes([str(dump), "hdfs://namenode/captures/"]) is None
+
+
+_CLI = """
+import os, sys
+from analyzer import memory
+from analyzer.cli import main
+code = main(["analyze", *sys.argv[1:], "--format", "json", "--fail-on", "none",
+             "--out", os.devnull])
+print(code, "polars" in sys.modules, os.environ[memory.VARIABLE])
+"""
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_the_command_sets_the_analysis_by_its_inputs_before_polars_loads(
+    tmp_path: Path, small: bool
+) -> None:
+    """`seamwatch analyze` in a fresh interpreter: Polars' import put its defaults before the
+    setting, so the setting was there first; inputs under `SMALL_INPUTS` get the small one."""
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    line = b'{"seq":0,"kind":"capture_open","ts_ns":1,"schema":"1.2","run_id":"r"}\n'
+    (capture / "capture-0.jsonl").write_bytes(line)
+    inputs = [str(capture)] if small else [str(capture), "http://example.invalid/captures/"]
+    env = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    run = subprocess.run(
+        [sys.executable, "-c", _CLI, *inputs], env=env, capture_output=True, text=True, timeout=120
+    )
+    code, loaded, setting = run.stdout.split()
+    assert loaded == "True" and setting == _POLARS_FIRST + (SMALL_ANALYSIS if small else ANALYSIS)
+    assert code == ("0" if small else "2"), run.stderr  # a URI without Spark: a usage error

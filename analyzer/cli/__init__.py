@@ -24,7 +24,7 @@ from analyzer.command import (
     one_line,
     writable_by_others,
 )
-from analyzer.memory import analysis_defaults
+from analyzer.memory import analysis_defaults, inputs_bytes
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -223,9 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `seamwatch` command."""
-    analysis_defaults()  # before anything imports Polars
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    # Before anything imports Polars (parsing the arguments does not): its allocator reads
+    # the settings once.
+    analysis_defaults(inputs_bytes(getattr(args, "paths", None) or ()))
     if args.command == "lab":
         # REMAINDER takes nothing when the lab's arguments start with an option (`lab --help`):
         # argparse leaves those, and all after them, unrecognized, in order. They are the lab's.
