@@ -27,7 +27,13 @@ def epoch(frame: pl.LazyFrame, *columns: str) -> pl.LazyFrame:
 
 
 def exchange_frame(t: Timeline, *, payloads: bool) -> pl.DataFrame:
-    """The exchanges with their first request's tool name and the request bodies read."""
+    """The exchanges with their first request's tool name and the request bodies read.
+
+    An exchange whose request record is missing (a torn or lost line) has no `ts` of its own:
+    it starts at the first time known of it, its first SSE event's, else its response's, else
+    its end's; one with none of them (a chunk without a whole event is all that is left of it)
+    is not exported: a span must start somewhere. capture-health reports the damage.
+    """
     first_request = (
         t.messages.filter(
             (pl.col("source") == "request_body")
@@ -37,8 +43,12 @@ def exchange_frame(t: Timeline, *, payloads: bool) -> pl.DataFrame:
         .group_by("flow_id")
         .agg(pl.col("tool_name").first())
     )
+    first_event = t.sse_events.group_by("flow_id").agg(pl.col("ts").min().alias("first_event"))
+    timed = t.exchanges.join(first_event, on="flow_id", how="left").with_columns(
+        pl.coalesce("ts", "first_event", "response_ts", "end_ts").alias("ts")
+    ).filter(pl.col("ts").is_not_null())
     frame = epoch(
-        t.exchanges.select(
+        timed.select(
             "session_id",
             "stream_id",
             "ts",

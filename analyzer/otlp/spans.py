@@ -161,7 +161,7 @@ class SpanDrafts:
             self.trace_key[key] = f"{run['run_id'] or ''}\x00{key}"
             info = sessions.get(key, {})
             start = info.get("start") or run["ts"]
-            end = max(v for v in (info.get("last_ts"), run["end_ts"], start) if v)
+            end = max(v for v in (info.get("last_ts"), run["end_ts"], start) if v is not None)
             kind = info.get("kind")
             # Only the eras with sessions have an id for `mcp.session.id`: Mcp-Session-Id, and
             # the legacy transport's session query value. `anon:` and `client:` keys are
@@ -303,9 +303,11 @@ class SpanDrafts:
             session = row["session_id"] or NO_SESSION
             if session not in self.roots:
                 continue
+            start = row["ts"]
+            if start is None:  # its exchange has no time (`exchange_frame`): not exported
+                continue
             method = row["request_method"]
             name = f"SSE stream {method}" if row["kind"] == "post" and method else "SSE stream GET"
-            start = row["ts"]
             span = self._new(
                 session,
                 "stream",
@@ -336,7 +338,7 @@ class SpanDrafts:
         incarnations = epoch(self.timeline.incarnations, "ts", "response_ts", "end_ts").collect()
         for row in incarnations.iter_rows(named=True):
             stream = self.stream_span.get(row["stream_id"])
-            if stream is None:
+            if stream is None or row["ts"] is None:
                 continue
             session = row["session_id"] or NO_SESSION
             n = row["incarnation"]

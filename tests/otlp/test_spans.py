@@ -373,3 +373,32 @@ def test_two_origins_sessions_keep_the_servers_own_session_id() -> None:
         "mcp:1@http://127.0.0.1:9002",
     ]
     assert [_attrs(s)["mcp.session.id"] for s in sessions] == ["1", "1"]
+
+
+def _lost_request(whole_event: bool) -> tuple[Capture, str]:
+    """A session, then a flow of which only a chunk is left (its request line was lost)."""
+    c = _sessioned()
+    c.open()
+    lost = c.request(body=req("tools/call", 9, name="pay", arguments={}))
+    c.response(lost, sse=True)
+    text = sse(event(res(9, content=[]), id="e9")) if whole_event else "id: e9\n"
+    c.chunk(lost, text, n=1)
+    c.records = [r for r in c.records if r.get("flow") != lost or r["kind"] == "chunk"]
+    return c.close(), lost
+
+
+@pytest.mark.parametrize("whole_event", [True, False])
+def test_an_exchange_whose_request_was_lost_starts_at_the_first_time_known_of_it(
+    whole_event: bool,
+) -> None:
+    """A torn capture: the exchange has no request time. With a whole SSE event it starts at
+    that event's; with nothing timed left of it, it is not exported, and the rest is."""
+    c, lost = _lost_request(whole_event)
+    chunk_ts = next(r["ts_ns"] for r in c.records if r.get("flow") == lost)
+    spans = _spans(c)
+    orphans = [s for s in spans if (s.attributes or {}).get("seamwatch.flow_id") == lost]
+    if whole_event:
+        assert [s.start_time for s in orphans] == [chunk_ts]
+    else:
+        assert orphans == []
+    assert {s.name for s in spans} >= {"mcp session", "initialize", "tools/call pay"}
