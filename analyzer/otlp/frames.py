@@ -44,9 +44,11 @@ def exchange_frame(t: Timeline, *, payloads: bool) -> pl.DataFrame:
         .agg(pl.col("tool_name").first())
     )
     first_event = t.sse_events.group_by("flow_id").agg(pl.col("ts").min().alias("first_event"))
-    timed = t.exchanges.join(first_event, on="flow_id", how="left").with_columns(
-        pl.coalesce("ts", "first_event", "response_ts", "end_ts").alias("ts")
-    ).filter(pl.col("ts").is_not_null())
+    timed = (
+        t.exchanges.join(first_event, on="flow_id", how="left")
+        .with_columns(pl.coalesce("ts", "first_event", "response_ts", "end_ts").alias("ts"))
+        .filter(pl.col("ts").is_not_null())
+    )
     frame = epoch(
         timed.select(
             "session_id",
