@@ -14,6 +14,10 @@ Each phase runs in its own process (so peak RSS is the phase's own) and prints S
             explicit schema, their SSE text split into events, `id` and `data` taken, each data's
             method, id and progress token read by JSON path and its bytes hashed, written to
             Parquet; no damage checks, no per-record lane, no canonical hash, no other table;
+- sketch-read, sketch-split, sketch-fields: the sketch's first stages alone, written to
+            Parquet: the chunk records' text read (it counts records, not events); cut into SSE
+            blocks; each block's `id` and `data` taken and the data hashed (what any parse of
+            the events must do at least, before reading a JSON-RPC field);
 - cached:   read_timeline from the cache (its first run after the parse builds the timeline's
             collected frames and stores them, `analyzer.cache.frames`) + a per-session pass
             over sse_events and messages on the streaming engine, as a detector does (not
@@ -54,13 +58,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     import polars as pl
 
 PHASES = (
-    "parse", "decode", "first", "sketch", "cached", "analyze-built", "analyze", "cli", "ceiling"
+    "parse", "decode", "first", "sketch-read", "sketch-split", "sketch-fields", "sketch", "cached",
+    "analyze-built", "analyze", "cli", "ceiling",
 )  # fmt: skip
 
 
@@ -117,6 +122,65 @@ def _decode(files: list[Path]) -> int:
     return events
 
 
+# The Polars-only sketch, stage by stage: each does what the one before it does, and more.
+_SKETCHES: Final = ("sketch-read", "sketch-split", "sketch-fields", "sketch")
+
+
+def _sketch(path: Path, name: str) -> pl.LazyFrame:
+    """Phase `name`'s sketch: the chunk records (`sketch-read`: their text), cut into SSE
+    blocks (`sketch-split`), each block's id and data with a raw hash of the data
+    (`sketch-fields`), and each data's method, id and progress token (`sketch`)."""
+    import polars as pl
+
+    from analyzer.ingest.jsonl import capture_files
+
+    schema = pl.Schema(
+        {
+            "kind": pl.String(),
+            "flow": pl.String(),
+            "n": pl.Int64(),
+            "ts_ns": pl.Int64(),
+            "seq": pl.Int64(),
+            "data": pl.Struct({"text": pl.String()}),
+        }
+    )
+    text = pl.col("data").struct.field("text")
+    chunks = (
+        pl.scan_ndjson(capture_files(path), schema=schema, ignore_errors=True)
+        .filter(pl.col("kind") == "chunk")
+        .select("flow", "n", "ts_ns", "seq", text.alias("text"))
+    )
+    if name == "sketch-read":
+        return chunks
+    blocks = chunks.select(
+        "flow",
+        "n",
+        "ts_ns",
+        "seq",
+        pl.col("text").str.strip_suffix("\n\n").str.split("\n\n").alias("block"),
+    ).explode("block")
+    if name == "sketch-split":
+        return blocks
+    data = pl.col("data")
+    fields = blocks.with_columns(
+        pl.col("block").str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
+        pl.col("block").str.extract(r"(?m)^data: ?(.*)$").alias("data"),
+    ).select("flow", "n", "ts_ns", "seq", "event_id", "data", data.hash().alias("raw_hash"))
+    if name == "sketch-fields":
+        return fields.drop("data")
+    return fields.select(
+        "flow",
+        "n",
+        "ts_ns",
+        "seq",
+        "event_id",
+        data.str.json_path_match("$.method").alias("method"),
+        data.str.json_path_match("$.id").alias("rpc_id"),
+        data.str.json_path_match("$.params.progressToken").alias("token"),
+        "raw_hash",
+    )
+
+
 def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
     """Run phase `name`; return what counts its SSE events (a count the phase did not make
     itself is made when called, after the clock has stopped)."""
@@ -136,45 +200,8 @@ def _run(name: str, path: Path, spill: Path) -> Callable[[], int]:
         with ProcessPoolExecutor(workers) as pool:
             decoded = sum(pool.map(_decode, [files[i::workers] for i in range(workers)]))
         return lambda: decoded
-    if name == "sketch":
-        from analyzer.ingest.jsonl import capture_files
-
-        schema = {
-            "kind": pl.String,
-            "flow": pl.String,
-            "n": pl.Int64,
-            "ts_ns": pl.Int64,
-            "seq": pl.Int64,
-            "data": pl.Struct({"text": pl.String}),
-        }
-        data = pl.col("data")
-        events = (
-            pl.scan_ndjson(capture_files(path), schema=schema, ignore_errors=True)
-            .filter(pl.col("kind") == "chunk")
-            .select(
-                "flow",
-                "n",
-                "ts_ns",
-                "seq",
-                data.struct.field("text").str.strip_suffix("\n\n").str.split("\n\n").alias("block"),
-            )
-            .explode("block")
-            .with_columns(
-                pl.col("block").str.extract(r"(?m)^id: ?(.*)$").alias("event_id"),
-                pl.col("block").str.extract(r"(?m)^data: ?(.*)$").alias("data"),
-            )
-            .select(
-                "flow",
-                "n",
-                "ts_ns",
-                "seq",
-                "event_id",
-                data.str.json_path_match("$.method").alias("method"),
-                data.str.json_path_match("$.id").alias("rpc_id"),
-                data.str.json_path_match("$.params.progressToken").alias("token"),
-                data.hash().alias("raw_hash"),
-            )
-        )
+    if name in _SKETCHES:
+        events = _sketch(path, name)
         events.sink_parquet(spill / "sketch.parquet")
         return lambda: pl.scan_parquet(spill / "sketch.parquet").select(pl.len()).collect().item()
     if name == "parse":

@@ -49,3 +49,19 @@ def test_phases_are_checked(tmp_path: Path) -> None:
     bench = [sys.executable, str(BENCH / "timeline_bench.py"), str(tmp_path), "--phases", "nope"]
     done = subprocess.run(bench, capture_output=True, text=True)
     assert done.returncode == 2 and "unknown phase(s): nope" in done.stderr
+
+
+def test_each_stage_of_the_sketch_reads_the_events_the_parse_reads(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    synth = [sys.executable, str(BENCH / "synth_capture.py"), str(capture), "--events", "2000"]
+    subprocess.run(synth, check=True, capture_output=True)
+    decoded = _phase(capture, "decode")["events"]
+    assert decoded >= 2000
+    for stage in ("sketch-split", "sketch-fields", "sketch"):
+        assert _phase(capture, stage)["events"] == decoded, stage
+    chunks = sum(
+        line.count(b'"kind":"chunk"')
+        for file in capture.glob("*.jsonl")
+        for line in file.open("rb")
+    )
+    assert _phase(capture, "sketch-read")["events"] == chunks > 0  # it counts records
