@@ -27,6 +27,7 @@ ALSO = {Path("lab"): Path("lab/scenarios")}
 WHOLES = {
     "tests/test_tree.py": "the tree itself",
     "tests/addons/test_decode_bounds.py": "the proxy and the capture pipeline undoing codings",
+    "tests/cli/test_damaged.py": "every stage of an analysis, every format, on damaged captures",
     "tests/dashboards/test_browser.py": "the whole app in a browser",
     "tests/detectors/test_registry.py": "the registry, analyzer/detectors/__init__.py",
     "tests/ingest/test_overlap.py": "inputs that hold the same flows, across the readers",
