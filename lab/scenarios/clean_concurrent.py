@@ -10,9 +10,10 @@ client in `mode="legacy"`, lab event store with one counter for event ids, so ea
 skip the numbers the others took; `retry: 200` in every priming event):
 
 1. `initialize`, the standalone GET stream, `tools/list`.
-2. At once: `slow_report {"steps": 3}` x CALLS (progress 1..3 on each POST stream),
-   `get_balance` x CALLS (read-only) and `announce` (a `notifications/message` on the GET
-   stream).
+2. At once: `slow_report {"steps": 3, "hold_after": 1}` x CALLS (progress 1..3 on each POST
+   stream; each waits after its progress 1 until the client has seen every call's, so the
+   streams are open side by side however the machine schedules them), `get_balance` x CALLS
+   (read-only) and `announce` (a `notifications/message` on the GET stream).
 3. At once: `slow_report {"steps": 3, "close_after": 1}` x RESUMED. The server closes each of
    those streams after its progress 1; the client waits the `retry` and resumes each with a GET
    carrying the last id it saw, and the server replays the rest of that stream.
@@ -46,11 +47,20 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         client_info=Implementation(name="seamwatch-lab-clean-concurrent", version="1"),
     )
 
+    held: list[str] = []  # the side-by-side calls that sent their progress 1
+
     async def report(label: str, arguments: dict[str, int]) -> None:
         progress = seen.setdefault(label, [])
-        result = await client.call_tool(
-            "slow_report", arguments, progress_callback=server.report_progress_into(progress)
-        )
+        on_progress = server.report_progress_into(progress)
+
+        async def side_by_side(step: float, total: float | None, message: str | None) -> None:
+            await on_progress(step, total, message)
+            if arguments.get("hold_after") == step:
+                held.append(label)
+                if len(held) == CALLS:
+                    await server.open_gate("side-by-side")
+
+        result = await client.call_tool("slow_report", arguments, progress_callback=side_by_side)
         if result.is_error:
             raise LabError(f"{label} failed: {result.content}")
 
@@ -58,7 +68,7 @@ async def _drive(ctx: LabContext, server: SdkServer, url: str) -> None:
         await client.list_tools()
         async with anyio.create_task_group() as calls:
             for i in range(CALLS):
-                calls.start_soon(report, f"report-{i}", {"steps": STEPS})
+                calls.start_soon(report, f"report-{i}", {"steps": STEPS, "hold_after": 1})
                 calls.start_soon(client.call_tool, "get_balance", {"account": f"acct-{i}"})
             calls.start_soon(client.call_tool, "announce", {"text": "busy"})
         async with anyio.create_task_group() as calls:

@@ -128,15 +128,21 @@ def build_server(state: LabState) -> MCPServer:
         return f"balance of {account}: {100 * len(account)} cents"
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
-    async def slow_report(steps: int, ctx: Context, close_after: int = 0) -> str:
+    async def slow_report(
+        steps: int, ctx: Context, close_after: int = 0, hold_after: int = 0
+    ) -> str:
         """Stream `steps` progress notifications; optionally close the SSE stream midway.
 
         With `close_after` = k, after progress k the tool waits for gate "slow-report" (opened
         once the client has seen progress k) and then closes its SSE stream server-side
-        (2025-11-25 polling): the rest is stored and replayed when the client resumes.
+        (2025-11-25 polling): the rest is stored and replayed when the client resumes. With
+        `hold_after` = k, after progress k it waits for gate "side-by-side" (opened by the
+        client once every call it holds open has sent progress k): streams open at once.
         """
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            if step == hold_after:
+                await state.gate("side-by-side").wait()
             if step == close_after:
                 await state.gate("slow-report").wait()
                 await ctx.close_sse_stream()
