@@ -275,3 +275,51 @@ def test_a_line_in_the_writers_layout_is_taken_in_one_search(
     assert (pl.Series([line]).str.contains(bulk.WRITER_SHAPE).item()) is usual
     chunks, refused = bulk.read_chunks([line.encode()])
     assert (chunks.height, refused) == ((1, []) if taken else (0, [0]))
+
+
+# Lab captures stored with the timeline's goldens: real SDK traffic, as the proxy wrote it.
+_STORED = sorted((Path(__file__).parents[1] / "timeline" / "goldens").glob("*/capture"))
+
+
+def _read_lanes(
+    capture: Path, out: Path, bulk_lane: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, int]:
+    """`read_capture` of `capture` into `out`, with the bulk lane, or every line the
+    per-record way (the sieve sends none to the bulk lane); and the events the bulk lane cut."""
+    out.mkdir()
+    cut = [0]
+    with monkeypatch.context() as patch:
+        if bulk_lane:
+            plain = bulk.plain_events
+
+            def counted(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+                events, mask = plain(chunks)
+                cut[0] += events.height
+                return events, mask
+
+            patch.setattr(bulk, "plain_events", counted)
+        else:
+            owned = bulk.sieve
+            patch.setattr(
+                bulk, "sieve", lambda *args: ([], sorted(i for g in owned(*args) for i in g))
+            )
+        return read_capture(capture, out, workers=1), cut[0]
+
+
+@pytest.mark.parametrize("capture", _STORED, ids=[p.parent.name for p in _STORED])
+def test_stored_lab_captures_give_the_same_frames_through_both_lanes(
+    capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, cut = _read_lanes(capture, tmp_path / "fast", True, monkeypatch)
+    full, none = _read_lanes(capture, tmp_path / "full", False, monkeypatch)
+    assert cut > 0 and none == 0  # the bulk lane read events of the one, none of the other
+    assert (fast.counts, fast.records) == (full.counts, full.records)
+    fast_tables, full_tables = _tables(tmp_path / "fast"), _tables(tmp_path / "full")
+    assert fast_tables.keys() == full_tables.keys() and fast_tables["events"].height > 0
+    for table, keys in _ORDER.items():
+        if table in fast_tables:
+            assert_frame_equal(fast_tables[table].sort(keys), full_tables[table].sort(keys))
+
+
+def test_the_stored_lab_captures_are_there() -> None:
+    assert len(_STORED) >= 2
