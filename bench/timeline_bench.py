@@ -93,13 +93,8 @@ def _text_events(path: Path) -> int:
     """The SSE events (blocks) of the capture's chunk texts, as `_decode` counts them."""
     import polars as pl
 
-    from analyzer.ingest.jsonl import capture_files
-
-    schema = pl.Schema({"kind": pl.String(), "data": pl.Struct({"text": pl.String()})})
-    chunks = pl.scan_ndjson(capture_files(path), schema=schema, ignore_errors=True)
-    text = pl.col("data").struct.field("text")
-    count = text.str.count_matches("\n\n", literal=True).sum()
-    return int(chunks.filter(pl.col("kind") == "chunk").select(count).collect().item())
+    count = pl.col("text").str.count_matches("\n\n", literal=True).sum()
+    return int(_sketch(path, "sketch-read").select(count).collect().item())
 
 
 def _decode(files: list[Path]) -> int:
